@@ -1,0 +1,84 @@
+"""Typed readers for environment variables.
+
+Every setting of the project comes from the environment through these helpers, so
+a wrong value fails loudly at start-up instead of misbehaving later.
+"""
+
+from __future__ import annotations
+
+import os
+
+
+class ImproperlyConfiguredEnv(ValueError):
+    """An environment variable holds a value that cannot be used."""
+
+
+def env_str(name: str, default: str = "") -> str:
+    """A string; `NAME_FILE` (a path) wins, so secrets can come from files."""
+    path = os.environ.get(f"{name}_FILE")
+    if path:
+        with open(path, encoding="utf-8") as f:
+            return f.read().strip()
+    return os.environ.get(name, default)
+
+
+def env_bool(name: str, default: bool) -> bool:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    value = raw.strip().lower()
+    if value in {"1", "true", "yes", "on"}:
+        return True
+    if value in {"0", "false", "no", "off"}:
+        return False
+    raise ImproperlyConfiguredEnv(f"{name} must be true or false, got {raw!r}")
+
+
+def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = int(raw)
+    except ValueError as exc:
+        raise ImproperlyConfiguredEnv(f"{name} must be an integer, got {raw!r}") from exc
+    if minimum is not None and value < minimum:
+        raise ImproperlyConfiguredEnv(f"{name} must be at least {minimum}, got {value}")
+    return value
+
+
+def env_float(name: str, default: float, *, minimum: float | None = None) -> float:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError as exc:
+        raise ImproperlyConfiguredEnv(f"{name} must be a number, got {raw!r}") from exc
+    if minimum is not None and value < minimum:
+        raise ImproperlyConfiguredEnv(f"{name} must be at least {minimum}, got {value}")
+    return value
+
+
+def env_list(name: str, default: list[str]) -> list[str]:
+    """A comma-separated list; blanks are dropped."""
+    raw = os.environ.get(name)
+    if raw is None:
+        return list(default)
+    return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+def env_latency(name: str) -> tuple[float, float] | None:
+    """An emulated latency profile `MEAN_MS[,JITTER_MS]`, or None when unset."""
+    raw = os.environ.get(name, "").strip()
+    if not raw:
+        return None
+    parts = raw.split(",")
+    try:
+        mean = float(parts[0])
+        jitter = float(parts[1]) if len(parts) > 1 else 0.0
+    except ValueError as exc:
+        raise ImproperlyConfiguredEnv(f"{name} must be 'MEAN_MS[,JITTER_MS]', got {raw!r}") from exc
+    if mean < 0 or jitter < 0 or len(parts) > 2:
+        raise ImproperlyConfiguredEnv(f"{name} must be 'MEAN_MS[,JITTER_MS]', got {raw!r}")
+    return (mean, jitter)

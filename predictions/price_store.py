@@ -1,0 +1,35 @@
+"""Persist fetched price histories and hand them out by key.
+
+Tasks pass the key, never the series: broker messages stay small, and any worker on any
+machine that reaches the database can load the bars.
+"""
+
+from __future__ import annotations
+
+import functools
+
+from predictions.models import PriceSnapshot
+from predictions.prices import PriceHistory
+
+
+def save(history: PriceHistory) -> str:
+    key = history.content_key()
+    PriceSnapshot.objects.get_or_create(
+        key=key,
+        defaults={
+            "symbol": history.symbol,
+            "source": history.source,
+            "first_bar_date": history.first_bar_date,
+            "last_bar_date": history.last_bar_date,
+            "bars": len(history),
+            "data": history.to_bytes(),
+        },
+    )
+    return key
+
+
+@functools.lru_cache(maxsize=32)
+def load(key: str) -> PriceHistory:
+    """Snapshots are immutable (the key is a content hash), so a process may keep them."""
+    blob = PriceSnapshot.objects.values_list("data", flat=True).get(key=key)
+    return PriceHistory.from_bytes(bytes(blob))

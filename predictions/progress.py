@@ -1,0 +1,43 @@
+"""Per-request stage records, kept in Redis while a prediction runs.
+
+Workers append a record when a stage finishes; the API shows them while the request is
+running, and every record is also published on one channel for live listeners.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from predictions.redis_client import get_redis
+
+EVENTS_CHANNEL = b"stockserve:events"
+STAGES_TTL_SECONDS = 3600
+
+
+def _stages_key(request_id: str) -> str:
+    return f"stockserve:stages:{request_id}"
+
+
+def record_stage(request_id: str, record: dict[str, Any]) -> None:
+    """Append a stage record and publish it; never fails the task that reports it."""
+    payload = json.dumps({"request_id": request_id, **record})
+    try:
+        pipe = get_redis().pipeline(transaction=False)
+        pipe.rpush(_stages_key(request_id), payload)
+        pipe.expire(_stages_key(request_id), STAGES_TTL_SECONDS)
+        pipe.publish(EVENTS_CHANNEL, payload)
+        pipe.execute()
+    except Exception:  # noqa: BLE001 - progress is best-effort; the result carries the timings
+        pass
+
+
+def stages(request_id: str) -> list[dict[str, Any]]:
+    try:
+        raw = get_redis().lrange(_stages_key(request_id), 0, -1)
+    except Exception:  # noqa: BLE001
+        return []
+    records = [json.loads(item) for item in raw]
+    for record in records:
+        record.pop("request_id", None)
+    return records

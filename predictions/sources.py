@@ -1,0 +1,33 @@
+"""The data sources configured for this process, built once from settings."""
+
+from __future__ import annotations
+
+import functools
+
+from django.conf import settings
+
+from predictions.mentions import MentionProvider, build_providers
+from predictions.prices import PriceChain, build_chain
+from predictions.redis_client import get_redis
+
+
+@functools.cache
+def price_chain() -> PriceChain:
+    return build_chain(
+        settings.PRICE_PROVIDERS,
+        redis_client=get_redis(),
+        yahoo_timeout=settings.YFINANCE_TIMEOUT,
+        breaker_open_seconds=settings.PRICE_BREAKER_SECONDS,
+        cache_dir=str(settings.VAR_DIR / "yfinance"),
+        latency_ms=settings.PRICE_LATENCY_MS,
+    )
+
+
+@functools.cache
+def mention_providers() -> list[MentionProvider]:
+    return build_providers(
+        settings.MENTION_PROVIDERS,
+        bearer_token=settings.X_BEARER_TOKEN or None,
+        timeout=settings.X_TIMEOUT,
+        latency_ms=settings.MENTION_LATENCY_MS,
+    )

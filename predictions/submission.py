@@ -1,0 +1,60 @@
+"""Accepting a prediction request: validation beyond the serializer, the cache, the row."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
+from django.utils import timezone
+
+from predictions import result_cache
+from predictions.models import PredictionRequest, Status
+from predictions.sources import price_chain
+
+
+class SymbolNotServed(LookupError):
+    """No configured price provider can serve the symbol; the message names each one."""
+
+
+@dataclass(frozen=True)
+class Submission:
+    request: PredictionRequest
+    cached: bool
+
+
+def submit(
+    symbol: str,
+    horizon: int,
+    strategy: str,
+    user: AbstractBaseUser | AnonymousUser | None = None,
+    use_cache: bool = True,
+) -> Submission:
+    """Answer from the cache, or create a queued request for the caller to dispatch."""
+    owner = user if user is not None and user.is_authenticated else None
+    cached = result_cache.get_cached(symbol, horizon) if use_cache else None
+    if cached is not None:
+        now = timezone.now()
+        request = PredictionRequest.objects.create(
+            symbol=symbol,
+            horizon=horizon,
+            strategy=cached.get("strategy", strategy),
+            status=Status.DONE,
+            cache_hit=True,
+            user=owner,
+            created_at=now,
+            started_at=now,
+            finished_at=now,
+            data_source=cached["data"]["source"],
+            last_bar_date=cached["data"]["last_bar_date"],
+            price_key=cached["data"]["price_key"],
+            result=cached,
+        )
+        return Submission(request, cached=True)
+
+    servable, reason = price_chain().could_serve(symbol)
+    if not servable:
+        raise SymbolNotServed(reason)
+    request = PredictionRequest.objects.create(
+        symbol=symbol, horizon=horizon, strategy=strategy, user=owner
+    )
+    return Submission(request, cached=False)

@@ -1,0 +1,92 @@
+"""Submit through the API, let a real Celery worker process run the chord, read the result."""
+
+from __future__ import annotations
+
+import math
+import sys
+
+import pytest
+
+URL = "/api/v1/predictions/"
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration]
+
+
+def submit_and_wait(api_client, **body):
+    response = api_client.post(URL, body, format="json")
+    assert response.status_code == 202, response.content
+    accepted = response.json()
+    assert accepted["status"] == "queued"
+    assert response["Location"] == accepted["links"]["self"]
+    done = api_client.get(f"{URL}{accepted['id']}/?wait=60")
+    for _ in range(3):  # a cold worker may need longer than one wait
+        if done.json()["status"] in ("done", "failed"):
+            break
+        done = api_client.get(f"{URL}{accepted['id']}/?wait=60")
+    return accepted, done.json()
+
+
+def test_it_predicts_aapl_through_the_chord_on_the_worker(api_client, celery_worker):
+    accepted, prediction = submit_and_wait(api_client, symbol=" aapl ", horizon=5)
+
+    assert prediction["status"] == "done", prediction["error"]
+    assert prediction["symbol"] == "AAPL"
+    result = prediction["result"]
+    assert result["data"]["source"] == "sample"
+    assert result["data"]["last_bar_date"] == "2013-03-01"
+    assert len(result["forecast_dates"]) == 5
+
+    models = {m["model"]: m for m in result["models"]}
+    assert {"naive", "ridge", "lstm"} <= set(models)
+    for model in models.values():
+        assert model["ok"], model["error"]
+        assert len(model["forecast"]) == 5
+        assert all(math.isfinite(v) and v > 0 for v in model["forecast"])
+        assert model["worker"] == celery_worker
+        assert model["queue"] == "cpu"
+    assert math.isclose(sum(m["weight"] for m in models.values()), 1.0, abs_tol=1e-6)
+
+    combined = result["combined"]["forecast"]
+    last = result["data"]["last_close"]
+    assert len(combined) == 5
+    assert all(0.6 * last < v < 1.4 * last for v in combined)
+
+    sentiment = result["sentiment"]
+    assert sentiment["source"] == "sample" and sentiment["is_sample"] is True
+    assert sentiment["count"] > 0
+
+    stages = {s["stage"]: s for s in prediction["stages"]}
+    assert {"prices", "model:naive", "model:ridge", "model:lstm", "sentiment", "combine"} <= set(
+        stages
+    )
+    for stage in stages.values():
+        assert stage["worker"] == celery_worker
+        assert stage["finished_at"] >= stage["started_at"]
+    assert stages["prices"]["queue"] == "io"
+    assert stages["sentiment"]["queue"] == "io"
+    assert stages["combine"]["queue"] == "cpu"
+
+    # The same request again is answered from the cache, without the workers.
+    again = api_client.post(URL, {"symbol": "AAPL", "horizon": 5}, format="json")
+    assert again.status_code == 200
+    cached = again.json()
+    assert cached["cache_hit"] is True and cached["status"] == "done"
+    assert cached["result"]["combined"] == result["combined"]
+    assert cached["id"] != accepted["id"]
+
+    # ...unless the client asks for a fresh one.
+    fresh = api_client.post(URL, {"symbol": "AAPL", "horizon": 5, "use_cache": False}, format="json")
+    assert fresh.status_code == 202
+
+
+def test_it_lists_predictions_filtered_by_symbol(api_client, celery_worker):
+    submit_and_wait(api_client, symbol="^GSPC", horizon=3)
+    listing = api_client.get(f"{URL}?symbol=^gspc").json()
+    assert listing["count"] == 1
+    assert listing["results"][0]["symbol"] == "^GSPC"
+    assert listing["results"][0]["status"] == "done"
+    assert api_client.get(f"{URL}?symbol=IBM").json()["count"] == 0
+
+
+def test_the_web_process_never_imports_tensorflow(api_client, celery_worker):
+    submit_and_wait(api_client, symbol="MSFT", horizon=2)
+    assert "tensorflow" not in sys.modules

@@ -1,0 +1,34 @@
+"""Loaded with `-p tests.plugin` before Django's settings, so the suite owns its services.
+
+Starts a private redis-server (unless TEST_REDIS_URL names one) and points every setting
+that could reach the internet at the offline providers.
+"""
+
+from __future__ import annotations
+
+import os
+
+from config.embedded_redis import EmbeddedRedis
+
+_redis: EmbeddedRedis | None = None
+
+if os.environ.get("TEST_REDIS_URL"):
+    os.environ["REDIS_URL"] = os.environ["TEST_REDIS_URL"]
+else:
+    _redis = EmbeddedRedis().start()
+    os.environ["REDIS_URL"] = _redis.url
+
+os.environ.pop("CELERY_BROKER_URL", None)
+os.environ.pop("CELERY_RESULT_BACKEND", None)
+os.environ.setdefault("PRICE_PROVIDERS", "sample")
+os.environ.setdefault("MENTION_PROVIDERS", "sample")
+os.environ.setdefault("THROTTLE_ANON", "10000/min")
+os.environ.setdefault("THROTTLE_USER", "10000/min")
+# Playwright's sync API keeps an event loop on the test thread; the ORM calls it makes
+# from there are still synchronous.
+os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+
+
+def pytest_unconfigure(config: object) -> None:
+    if _redis is not None:
+        _redis.stop()

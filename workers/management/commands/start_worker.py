@@ -1,0 +1,68 @@
+"""Start a Celery worker on the right queues, with GPU detection and TF warm-up.
+
+    python manage.py start_worker --queues io,cpu --concurrency 2 --name cpu1
+
+A GPU found by TensorFlow (or WORKER_GPU=on) adds the `gpu` queue; the worker's processes
+then warm TensorFlow up right after they fork.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Any
+
+from django.conf import settings
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from workers.gpu import detect_gpu
+from workers.routing import CPU, GPU, QUEUES
+
+
+class Command(BaseCommand):
+    help = "Start a Celery worker for the prediction pipeline (queues io, cpu, gpu)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--queues", default="io,cpu", help="comma-separated: io, cpu, gpu")
+        parser.add_argument("--concurrency", type=int, default=2)
+        parser.add_argument("--name", default="worker", help="node name; host is appended")
+        parser.add_argument("--gpu", default=settings.WORKER_GPU, help="auto, on or off")
+        parser.add_argument("--max-tasks-per-child", type=int, default=200)
+        parser.add_argument("--loglevel", default="INFO")
+        parser.add_argument("--beat", action="store_true", help="also run the periodic sweeper")
+
+    def handle(self, *args: Any, **options: Any) -> None:
+        queues = [q.strip() for q in options["queues"].split(",") if q.strip()]
+        unknown = sorted(set(queues) - set(QUEUES))
+        if unknown or not queues:
+            raise CommandError(
+                f"Unknown queue(s) {', '.join(unknown) or '(none given)'}; "
+                f"choose from {', '.join(QUEUES)}."
+            )
+        if options["concurrency"] < 1:
+            raise CommandError("--concurrency must be at least 1.")
+        try:
+            has_gpu = detect_gpu(options["gpu"])
+        except ValueError as exc:
+            raise CommandError(str(exc)) from exc
+        if has_gpu and GPU not in queues:
+            queues.append(GPU)
+        if not has_gpu and GPU in queues:
+            self.stderr.write("No GPU found: consuming 'gpu' anyway, TensorFlow runs on the CPU.")
+        env = {**os.environ, "WORKER_HAS_GPU": "1" if has_gpu else "0"}
+        if CPU in queues or GPU in queues:
+            env["WORKER_WARM_TF"] = "1"
+        argv = [
+            sys.executable, "-m", "celery", "-A", "config", "worker",
+            "-Q", ",".join(queues),
+            "-c", str(options["concurrency"]),
+            "-n", f"{options['name']}@%h",
+            "--max-tasks-per-child", str(options["max_tasks_per_child"]),
+            "-l", options["loglevel"],
+            "-E",
+        ]  # fmt: skip
+        if options["beat"]:
+            argv += ["-B", "-s", str(settings.VAR_DIR / "celerybeat-schedule")]
+        self.stdout.write(f"Starting worker {options['name']} on queues {','.join(queues)}")
+        sys.stdout.flush()
+        os.execve(sys.executable, argv, env)

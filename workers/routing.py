@@ -1,0 +1,41 @@
+"""Queue choice per stage: TensorFlow models go to `gpu` while a live worker consumes it.
+
+The answer is cached for a few seconds per process, so routing costs nothing per task.
+"""
+
+from __future__ import annotations
+
+import time
+
+from predictions.forecasting.registry import model_info
+from workers import presence
+
+IO, CPU, GPU = "io", "cpu", "gpu"
+QUEUES = (IO, CPU, GPU)
+_CACHE_SECONDS = 5.0
+_cache: dict[str, tuple[float, bool]] = {}
+
+
+def has_consumers(queue: str) -> bool:
+    now = time.monotonic()
+    cached = _cache.get(queue)
+    if cached and now - cached[0] < _CACHE_SECONDS:
+        return cached[1]
+    try:
+        answer = bool(presence.consumers_of(queue))
+    except Exception:  # noqa: BLE001 - without presence data, fall back to the CPU
+        answer = False
+    _cache[queue] = (now, answer)
+    return answer
+
+
+def queue_for_model(name: str) -> str:
+    info = {m["name"]: m for m in model_info()}
+    if info.get(name, {}).get("benefits_from_gpu") and has_consumers(GPU):
+        return GPU
+    return CPU
+
+
+def forget() -> None:
+    """Drop the cached answers (tests, and workers that just changed queues)."""
+    _cache.clear()

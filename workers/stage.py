@@ -1,0 +1,39 @@
+"""Timing of one pipeline stage, as recorded in the result and on the live feed."""
+
+from __future__ import annotations
+
+import os
+import time
+from typing import Any
+
+from celery import Task
+
+from predictions import progress
+
+
+class StageClock:
+    """Started when a stage begins; `finish()` records where and how long it ran."""
+
+    def __init__(self, task: Task, stage: str, request_id: str) -> None:
+        self.task = task
+        self.stage = stage
+        self.request_id = request_id
+        self.started_at = time.time()
+
+    def finish(self, outcome: str = "ok", detail: str | None = None) -> dict[str, Any]:
+        finished_at = time.time()
+        delivery = self.task.request.delivery_info or {}
+        record = {
+            "stage": self.stage,
+            "started_at": round(self.started_at, 4),
+            "finished_at": round(finished_at, 4),
+            "duration_ms": round((finished_at - self.started_at) * 1000, 1),
+            "worker": self.task.request.hostname,
+            "queue": delivery.get("routing_key"),
+            "pid": os.getpid(),
+            "outcome": outcome,
+        }
+        if detail:
+            record["detail"] = detail
+        progress.record_stage(self.request_id, record)
+        return record
