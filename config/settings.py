@@ -198,7 +198,8 @@ DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("MAX_BODY_BYTES", 16 * 1024, minimum=1024)
 
 # --- Static files: served by whitenoise; plotly.min.js comes from the plotly wheel.
 STATIC_URL = "/static/"
-STATIC_ROOT = BASE_DIR / "staticfiles"
+STATIC_ROOT = VAR_DIR / "static"
+STATIC_ROOT.mkdir(exist_ok=True)
 _plotly = find_spec("plotly")
 STATICFILES_DIRS = []
 if _plotly and _plotly.submodule_search_locations:

@@ -51,11 +51,13 @@ def stop_heartbeat(**kwargs: Any) -> None:
 def warm_up_models(**kwargs: Any) -> None:
     if os.environ.get("WORKER_WARM_TF") != "1":
         return
-    from predictions.forecasting.registry import warm_up_tensorflow
+    from django.conf import settings
 
-    started = time.monotonic()
-    warm_up_tensorflow()
-    log.info("TensorFlow ready in pid %s after %.1f s", os.getpid(), time.monotonic() - started)
+    from predictions.forecasting.registry import warm_up_models
+
+    seconds = warm_up_models(settings.PREDICTION_MODELS)
+    if seconds:
+        log.info("TensorFlow ready in pid %s after %.1f s", os.getpid(), seconds)
 
 
 @task_postrun.connect

@@ -5,7 +5,6 @@ Tasks add timing and error reporting around these; a strategy decides where they
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Any
 
 import numpy as np
@@ -13,7 +12,6 @@ from django.conf import settings
 
 from predictions.forecasting.backtest import evaluate_and_forecast
 from predictions.forecasting.combine import combine
-from predictions.forecasting.registry import model_info
 from predictions.mentions import gather_sentiment
 from predictions.models import PredictionRequest
 from predictions.prices import PriceHistory
@@ -29,10 +27,7 @@ def fetch_history(symbol: str) -> PriceHistory:
 
 def run_model(name: str, history: PriceHistory, horizon: int) -> dict[str, Any]:
     run = evaluate_and_forecast(name, history.adj_close, horizon, seed=settings.MODEL_SEED)
-    payload = dataclasses.asdict(run)
-    payload.pop("state", None)
-    payload.update(model=name, ok=True, error=None)
-    return payload
+    return run.as_dict()
 
 
 def sentiment(symbol: str) -> dict[str, Any]:
@@ -67,15 +62,14 @@ def assemble(
         request.horizon,
         sentiment_max_adjust=settings.SENTIMENT_MAX_ADJUST,
     )
-    labels = {info["name"]: info for info in model_info()}
+    weights = {entry["model"]: entry["weight"] for entry in combined.pop("models")}
     models = []
     for run in model_runs:
         stage = run.get("stage", {})
         models.append(
             {
-                **{k: v for k, v in run.items() if k != "stage"},
-                "label": labels.get(run["model"], {}).get("label", run["model"]),
-                "weight": combined["weights"].get(run["model"], 0.0),
+                **{k: v for k, v in run.items() if k not in ("stage", "residuals", "backtest")},
+                "weight": weights.get(run["model"], 0.0),
                 "worker": stage.get("worker"),
                 "queue": stage.get("queue"),
             }

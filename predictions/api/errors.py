@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.http import JsonResponse
 from rest_framework import status
 from rest_framework.exceptions import APIException, ValidationError
@@ -36,16 +38,24 @@ def _first_message(detail: Any) -> str:
     return str(detail)
 
 
+def _sentence(text: str) -> str:
+    text = text.strip()
+    return text if text.endswith((".", "!", "?")) else f"{text}."
+
+
 def json_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    if isinstance(exc, RequestDataTooBig):
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        exc = PayloadTooLarge(f"The request body is larger than {limit} bytes.")
     response = exception_handler(exc, context)
     if response is None:
         return None  # a bug: Django's 500 handling (and the logs) take over
     body: dict[str, Any] = {"status": response.status_code}
     if isinstance(exc, ValidationError):
-        body["error"] = _first_message(exc.detail)
+        body["error"] = _sentence(_first_message(exc.detail))
         body["fields"] = exc.detail
     else:
-        body["error"] = _first_message(response.data)
+        body["error"] = _sentence(_first_message(response.data))
     response.data = body
     return response
 

@@ -27,7 +27,7 @@ class PredictionCreateSerializer(serializers.Serializer):
     symbol = StrictCharField(
         max_length=32,
         error_messages={
-            "required": "Send a symbol, e.g. {\"symbol\": \"AAPL\"}.",
+            "required": "Send a symbol, e.g. {{\"symbol\": \"AAPL\"}}.",
             "invalid": "The symbol must be a string such as 'AAPL'.",
             "blank": "The symbol is empty; send a ticker such as 'AAPL'.",
             "max_length": "The symbol is too long; tickers have at most 12 characters.",
@@ -82,7 +82,7 @@ class PredictionSummarySerializer(serializers.ModelSerializer):
 
     def get_links(self, obj: PredictionRequest) -> dict[str, str]:
         request = self.context.get("request")
-        url = reverse("prediction-detail", kwargs={"pk": str(obj.id)}, request=request)
+        url = reverse("prediction-detail", kwargs={"id": str(obj.id)}, request=request)
         return {"self": url, "wait": f"{url}?wait=30"}
 
 

@@ -12,13 +12,13 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics, status
 from rest_framework.exceptions import ValidationError
+from rest_framework.parsers import JSONParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.reverse import reverse
 from rest_framework.views import APIView
 
 from predictions.api.errors import NotFoundError
-from predictions.api.parsers import BoundedJSONParser
 from predictions.api.serializers import (
     PredictionCreateSerializer,
     PredictionDetailSerializer,
@@ -37,7 +37,7 @@ class PredictionListCreate(generics.ListAPIView):
     """List predictions (newest first, `?symbol=` filters) or submit one."""
 
     serializer_class = PredictionSummarySerializer
-    parser_classes = [BoundedJSONParser]
+    parser_classes = [JSONParser]
 
     def get_queryset(self) -> Any:
         queryset = PredictionRequest.objects.all()
@@ -90,9 +90,9 @@ class PredictionDetail(APIView):
         ],
         responses={200: PredictionDetailSerializer},
     )
-    def get(self, request: Request, pk: str) -> Response:
+    def get(self, request: Request, id: str) -> Response:
         wait = self._wait_seconds(request)
-        prediction = self._get(pk)
+        prediction = self._get(id)
         deadline = time.monotonic() + wait
         polls = 0
         while not prediction.is_final and time.monotonic() < deadline:

@@ -9,7 +9,7 @@ def test_it_serves_the_openapi_schema_with_the_prediction_paths(client):
     assert response.status_code == 200
     schema = response.json()
     assert "/api/v1/predictions/" in schema["paths"]
-    assert "/api/v1/predictions/{pk}/" in schema["paths"]
+    assert "/api/v1/predictions/{id}/" in schema["paths"]
 
 
 @pytest.mark.django_db

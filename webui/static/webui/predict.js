@@ -111,7 +111,7 @@ function renderResult(p) {
     : [["source", s.is_sample ? `${s.source} (sample data, not live posts)` : s.source],
        ["posts", s.count], ["mean compound", fmt(s.mean_compound, 3)],
        ["positive / negative", `${fmt(s.positive_share * 100, 0)}% / ${fmt(s.negative_share * 100, 0)}%`],
-       ["adjustment applied", c.sentiment_tilt !== undefined ? `${fmt(c.sentiment_tilt * 100, 3)}%` : "–"]];
+       ["adjustment applied", `${fmt(c.sentiment.tilt * 100, 3)}% (bound ±${fmt(c.sentiment.max_adjust * 100, 1)}%)`]];
   if (s.fallback_reason) entries.push(["note", s.fallback_reason]);
   for (const [k, v] of entries) {
     const dt = document.createElement("dt"); dt.textContent = k;

@@ -50,6 +50,7 @@ class Command(BaseCommand):
         if not has_gpu and GPU in queues:
             self.stderr.write("No GPU found: consuming 'gpu' anyway, TensorFlow runs on the CPU.")
         env = {**os.environ, "WORKER_HAS_GPU": "1" if has_gpu else "0"}
+        env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
         if CPU in queues or GPU in queues:
             env["WORKER_WARM_TF"] = "1"
         argv = [

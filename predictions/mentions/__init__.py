@@ -1,0 +1,50 @@
+"""Social mentions of a ticker and their sentiment, with a labelled offline fallback.
+
+No Django here: settings (token, provider names, timeouts) are passed in.
+"""
+
+from __future__ import annotations
+
+from .base import (
+    MentionBatch,
+    MentionProvider,
+    MentionsError,
+    MentionsForbidden,
+    MentionsRateLimited,
+    MentionsUnauthorized,
+    MentionsUnavailable,
+    Post,
+)
+from .chain import (
+    PROVIDER_NAMES,
+    EmulatedLatencyProvider,
+    UnconfiguredXProvider,
+    build_providers,
+    gather_sentiment,
+)
+from .offline import SAMPLE_NOTE, SampleProvider, sample_symbols
+from .sentiment import SentimentSummary, score_batch
+from .x_api import XProvider, build_query
+
+__all__ = [
+    "PROVIDER_NAMES",
+    "SAMPLE_NOTE",
+    "EmulatedLatencyProvider",
+    "MentionBatch",
+    "MentionProvider",
+    "MentionsError",
+    "MentionsForbidden",
+    "MentionsRateLimited",
+    "MentionsUnauthorized",
+    "MentionsUnavailable",
+    "Post",
+    "SampleProvider",
+    "SentimentSummary",
+    "UnconfiguredXProvider",
+    "XProvider",
+    "build_providers",
+    "build_query",
+    "gather_sentiment",
+    "sample_symbols",
+    "score_batch",
+]

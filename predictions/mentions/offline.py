@@ -1,0 +1,60 @@
+"""Hand-written sample posts, so sentiment works without an X token or network.
+
+Results are always labelled as samples: the page must never present them as
+live social media.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from importlib import resources
+from typing import Any
+
+from .base import MentionBatch, MentionProvider, Post
+
+SAMPLE_NOTE = "Offline sample posts, not live social media."
+_CORPUS_FILE = "sample_posts.json"
+
+
+@cache
+def _corpus() -> dict[str, Any]:
+    """Read the corpus once per process; it is small and never changes at run time."""
+    text = resources.files(__package__).joinpath(_CORPUS_FILE).read_text(encoding="utf-8")
+    return json.loads(text)
+
+
+def sample_symbols() -> tuple[str, ...]:
+    """Symbols with their own hand-written posts (others get the generic set)."""
+    return tuple(_corpus()["symbols"])
+
+
+def _post(raw: dict[str, Any], symbol: str, *, generic: bool) -> Post:
+    """Build a Post; generic ids get the symbol so ids stay unique across symbols."""
+    return Post(
+        id=f"{raw['id']}-{symbol.lower()}" if generic else raw["id"],
+        text=raw["text"].replace("{symbol}", symbol),
+        created_at=raw.get("created_at"),
+        author=raw.get("author"),
+    )
+
+
+class SampleProvider(MentionProvider):
+    """Deterministic offline posts: the first ``limit`` of the symbol's sample set."""
+
+    name = "sample"
+
+    def fetch(self, symbol: str, limit: int = 50) -> MentionBatch:
+        """Return the symbol's sample posts, or the generic set with the symbol filled in."""
+        if limit < 1:
+            raise ValueError(f"limit must be at least 1, got {limit}.")
+        symbol = symbol.strip().upper()
+        corpus = _corpus()
+        raw_posts = corpus["symbols"].get(symbol)
+        generic = raw_posts is None
+        note = SAMPLE_NOTE
+        if generic:
+            raw_posts = corpus["generic"]
+            note = f"{SAMPLE_NOTE} Generic posts: there is no sample set for {symbol}."
+        posts = tuple(_post(raw, symbol, generic=generic) for raw in raw_posts[:limit])
+        return MentionBatch(symbol=symbol, source=self.name, is_sample=True, posts=posts, note=note)

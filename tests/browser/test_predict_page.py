@@ -1,0 +1,38 @@
+"""A person opens /, types a symbol, and sees the forecast built by the real worker."""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
+
+
+def test_it_predicts_from_the_page(page, live_server, celery_worker):
+    errors: list[str] = []
+    page.on("pageerror", lambda exc: errors.append(str(exc)))
+    page.goto(live_server.url + "/")
+    page.fill("#symbol", "ibm")
+    page.fill("#horizon", "7")
+    page.click("#submit")
+
+    page.wait_for_selector("#result:not([hidden])", timeout=120_000)
+    summary = page.text_content("#result-summary")
+    assert "Combined forecast" in summary
+    assert "2013-03-01" in summary and "sample" in summary
+    assert page.text_content("#result-title") == "IBM: next 7 trading day(s)"
+    assert page.locator("#models tbody tr").count() >= 3
+    assert "ok" in page.text_content("#models tbody")
+    assert "sample data" in page.text_content("#sentiment")
+    # plotly drew the history, each model and the combined forecast
+    assert page.locator("#chart .scatterlayer .trace").count() >= 5
+    assert page.locator("#stages tbody tr").count() >= 6
+    assert page.text_content("#status") == "done"
+    assert not errors, errors
+
+
+def test_it_shows_a_clear_error_for_an_unknown_symbol(page, live_server):
+    page.goto(live_server.url + "/")
+    page.fill("#symbol", "ZZZZ")
+    page.click("#submit")
+    page.wait_for_selector("#message.bad")
+    assert "No price source can serve ZZZZ" in page.text_content("#message")
