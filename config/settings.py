@@ -98,7 +98,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
     }
     # A file, not :memory:, so the Celery worker started by the tests sees the same data.
-    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test-db.sqlite3")}
+    # TEST_SQLITE_NAME differs per test run, so parallel runs do not share a file.
+    _test_db = env_str("TEST_SQLITE_NAME", "test-db.sqlite3")
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / _test_db)}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Redis: broker, result backend, cache (and, later, the channel layer).

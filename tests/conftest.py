@@ -15,7 +15,7 @@ from django.db import connection
 from workers import presence
 
 ROOT = Path(__file__).resolve().parent.parent
-WORKER_LOG = ROOT / "var" / "test-worker.log"
+WORKER_LOG = ROOT / "var" / f"test-worker-{os.getpid()}.log"
 
 
 def database_url_for_workers() -> str:

@@ -18,6 +18,7 @@ else:
     _redis = EmbeddedRedis().start()
     os.environ["REDIS_URL"] = _redis.url
 
+os.environ.setdefault("TEST_SQLITE_NAME", f"test-db-{os.getpid()}.sqlite3")
 os.environ.pop("CELERY_BROKER_URL", None)
 os.environ.pop("CELERY_RESULT_BACKEND", None)
 os.environ.setdefault("PRICE_PROVIDERS", "sample")
