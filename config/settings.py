@@ -130,6 +130,7 @@ X_BEARER_TOKEN = env_str("X_BEARER_TOKEN")
 X_TIMEOUT = env_float("X_TIMEOUT", 5.0, minimum=0.1)
 SENTIMENT_MAX_ADJUST = env_float("SENTIMENT_MAX_ADJUST", 0.01, minimum=0.0)
 MODEL_SEED = env_int("MODEL_SEED", 0)
+REGISTRY_KEEP_GENERATIONS = env_int("REGISTRY_KEEP_GENERATIONS", 3, minimum=1)
 
 # --- Celery (https://docs.celeryq.dev/en/stable/userguide/configuration.html).
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL)

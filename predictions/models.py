@@ -143,3 +143,45 @@ class PriceSnapshot(models.Model):
 
     def __str__(self) -> str:
         return f"{self.symbol} from {self.source} to {self.last_bar_date}"
+
+
+class ModelGenerationQuerySet(models.QuerySet["ModelGeneration"]):
+    def for_model(self, symbol: str, model: str) -> ModelGenerationQuerySet:
+        return self.filter(symbol=symbol, model=model).order_by("-generation")
+
+
+class ModelGeneration(models.Model):
+    """One trained state of a model for a symbol: the generational model registry.
+
+    The serialized state lives in the database, so any worker on any machine can load it;
+    a worker whose data has not changed loads it instead of training (warm start).
+    """
+
+    symbol = models.CharField(max_length=16)
+    model = models.CharField(max_length=32)
+    generation = models.PositiveIntegerField()
+    created_at = models.DateTimeField(default=timezone.now)
+    mode = models.CharField(max_length=16, default="trained")  # trained | fine-tuned
+    parent_generation = models.PositiveIntegerField(null=True, blank=True)
+    price_key = models.CharField(max_length=64)
+    data_source = models.CharField(max_length=64, blank=True)
+    train_bars = models.PositiveIntegerField()
+    train_last_date = models.DateField()
+    data_last_date = models.DateField()
+    fit_seconds = models.FloatField()
+    metrics = models.JSONField(default=dict)
+    state = models.BinaryField()
+    worker = models.CharField(max_length=255, blank=True)
+
+    objects = ModelGenerationQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["symbol", "model", "-generation"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["symbol", "model", "generation"], name="unique_model_generation"
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.symbol}/{self.model} generation {self.generation}"

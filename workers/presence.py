@@ -7,6 +7,7 @@ broadcasting `inspect()` calls, which wait out their whole timeout on every call
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 import time
@@ -34,10 +35,8 @@ def withdraw(hostname: str) -> None:
 
 
 def count_task(hostname: str) -> None:
-    try:
+    with contextlib.suppress(Exception):  # a statistic must never fail a task
         get_redis().hincrby(TASKS_DONE_KEY, hostname, 1)
-    except Exception:  # noqa: BLE001 - a statistic must never fail a task
-        pass
 
 
 def alive_workers() -> list[dict[str, Any]]:
@@ -73,15 +72,11 @@ class Heartbeat(threading.Thread):
 
     def run(self) -> None:
         while not self.stopped.is_set():
-            try:
+            with contextlib.suppress(Exception):  # Redis may blip; the next beat retries
                 announce(self.info)
-            except Exception:  # noqa: BLE001 - Redis may blip; the next beat retries
-                pass
             self.stopped.wait(settings.WORKER_HEARTBEAT_SECONDS)
 
     def stop(self) -> None:
         self.stopped.set()
-        try:
+        with contextlib.suppress(Exception):
             withdraw(self.info["hostname"])
-        except Exception:  # noqa: BLE001
-            pass

@@ -23,7 +23,7 @@ def has_consumers(queue: str) -> bool:
         return cached[1]
     try:
         answer = bool(presence.consumers_of(queue))
-    except Exception:  # noqa: BLE001 - without presence data, fall back to the CPU
+    except Exception:  # without presence data, fall back to the CPU
         answer = False
     _cache[queue] = (now, answer)
     return answer

@@ -5,19 +5,21 @@ Tasks add timing and error reporting around these; a strategy decides where they
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import numpy as np
 from django.conf import settings
 
+from predictions import model_registry, price_store
 from predictions.forecasting.backtest import evaluate_and_forecast
 from predictions.forecasting.combine import combine
 from predictions.mentions import gather_sentiment
 from predictions.models import PredictionRequest
 from predictions.prices import PriceHistory
 from predictions.sources import mention_providers, price_chain
-from predictions import price_store
 
+log = logging.getLogger(__name__)
 HISTORY_BARS_IN_RESULT = 120
 
 
@@ -25,9 +27,52 @@ def fetch_history(symbol: str) -> PriceHistory:
     return price_chain().fetch(symbol)
 
 
-def run_model(name: str, history: PriceHistory, horizon: int) -> dict[str, Any]:
-    run = evaluate_and_forecast(name, history.adj_close, horizon, seed=settings.MODEL_SEED)
-    return run.as_dict()
+def run_model(
+    name: str, history: PriceHistory, horizon: int, *, warm_start: bool = True, worker: str = ""
+) -> dict[str, Any]:
+    """Backtest and forecast one model, reusing the newest registry generation if it fits.
+
+    The forecasting layer decides whether a stored state is usable: "loaded" (same
+    training data: warm start, no training), "stale" (new bars: retrained, or fine-tuned
+    from it for deep models) or "invalid" (e.g. written by another version: retrained).
+    Every training produces a new generation.
+    """
+    previous = model_registry.latest(history.symbol, name) if warm_start else None
+    state = bytes(previous.state) if previous is not None else None
+    run = evaluate_and_forecast(
+        name, history.adj_close, horizon, seed=settings.MODEL_SEED, state=state
+    )
+    if run.state_status.startswith("invalid"):
+        log.warning(
+            "registry state of %s/%s generation %s unusable (%s); retrained",
+            history.symbol, name, previous.generation if previous else "?", run.state_status,
+        )  # fmt: skip
+    generation = previous
+    if run.trained:
+        fine_tuned = getattr(run, "mode", "trained") == "fine-tuned"
+        generation = model_registry.record(
+            symbol=history.symbol,
+            model=name,
+            state=run.state,
+            mode="fine-tuned" if fine_tuned else "trained",
+            parent=previous if fine_tuned else None,
+            price_key=history.content_key(),
+            data_source=history.source,
+            train_bars=run.n_train,
+            train_last_date=history.dates[run.n_train - 1].item(),
+            data_last_date=history.last_bar_date,
+            fit_seconds=run.fit_seconds,
+            metrics=run.metrics,
+            worker=worker,
+        )
+    payload = run.as_dict()
+    payload["registry"] = {
+        "generation": generation.generation if generation else None,
+        "warm_start": not run.trained,
+        "mode": "warm-start" if not run.trained else generation.mode,
+        "state_status": run.state_status,
+    }
+    return payload
 
 
 def sentiment(symbol: str) -> dict[str, Any]:

@@ -57,10 +57,12 @@ def fetch_prices(self, request_id: str) -> dict[str, Any] | None:
 def run_model(self, request_id: str, model: str, price_key: str, horizon: int) -> dict[str, Any]:
     clock = StageClock(self, f"model:{model}", request_id)
     try:
-        run = stages.run_model(model, price_store.load(price_key), horizon)
+        run = stages.run_model(
+            model, price_store.load(price_key), horizon, worker=self.request.hostname or ""
+        )
     except SoftTimeLimitExceeded:
         run = {"model": model, "ok": False, "error": f"{model} ran past its time limit"}
-    except Exception as exc:  # noqa: BLE001 - report, never kill the chord
+    except Exception as exc:  # report, never kill the chord
         log.exception("model %s failed for %s", model, request_id)
         run = {"model": model, "ok": False, "error": f"{model} failed: {exc}"}
     run["stage"] = clock.finish("ok" if run["ok"] else "error", run.get("error"))
@@ -75,7 +77,7 @@ def analyze_sentiment(self, request_id: str, symbol: str) -> dict[str, Any]:
         outcome = {"kind": "sentiment", "ok": True, "sentiment": summary}
     except SoftTimeLimitExceeded:
         outcome = {"kind": "sentiment", "ok": False, "error": "sentiment ran past its time limit"}
-    except Exception as exc:  # noqa: BLE001 - a missing sentiment must not lose the prediction
+    except Exception as exc:  # a missing sentiment must not lose the prediction
         log.exception("sentiment failed for %s", request_id)
         outcome = {"kind": "sentiment", "ok": False, "error": f"sentiment unavailable: {exc}"}
     outcome["stage"] = clock.finish("ok" if outcome["ok"] else "error", outcome.get("error"))
@@ -92,7 +94,7 @@ def combine_results(
     clock = StageClock(self, "combine", request_id)
     try:
         result = stages.assemble(request, parts, prices_stage, clock)
-    except Exception as exc:  # noqa: BLE001 - the request must reach a final state
+    except Exception as exc:  # the request must reach a final state
         log.exception("combine failed for %s", request_id)
         clock.finish("error", str(exc))
         request.mark_failed(f"Could not combine the forecasts: {exc}")

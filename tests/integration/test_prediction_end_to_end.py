@@ -74,7 +74,8 @@ def test_it_predicts_aapl_through_the_chord_on_the_worker(api_client, celery_wor
     assert cached["id"] != accepted["id"]
 
     # ...unless the client asks for a fresh one.
-    fresh = api_client.post(URL, {"symbol": "AAPL", "horizon": 5, "use_cache": False}, format="json")
+    body = {"symbol": "AAPL", "horizon": 5, "use_cache": False}
+    fresh = api_client.post(URL, body, format="json")
     assert fresh.status_code == 202
 
 
