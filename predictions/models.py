@@ -14,6 +14,8 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from predictions import progress
+
 
 class Status(models.TextChoices):
     QUEUED = "queued"
@@ -37,7 +39,9 @@ class PredictionQuerySet(models.QuerySet["PredictionRequest"]):
         """Mark every stale request failed, with the reason. Returns how many."""
         now = timezone.now()
         failed = 0
-        for request in self.stale().only("id", "status", "started_at"):
+        fields = ("id", "status", "started_at", "symbol", "horizon", "strategy", "created_at",
+                  "cache_hit")  # fmt: skip
+        for request in self.stale().only(*fields):
             if request.status == Status.QUEUED:
                 reason = (
                     "No worker picked this request up before its deadline "
@@ -48,9 +52,12 @@ class PredictionQuerySet(models.QuerySet["PredictionRequest"]):
                     "The request stopped progressing before its deadline "
                     f"({settings.PREDICTION_TIMEOUT} s): a worker was lost or a task timed out."
                 )
-            failed += PredictionRequest.objects.filter(id=request.id, status__in=ACTIVE).update(
+            updated = PredictionRequest.objects.filter(id=request.id, status__in=ACTIVE).update(
                 status=Status.FAILED, error=reason, finished_at=now
             )
+            if updated:
+                progress.publish_request("failed", request, error=reason)
+            failed += updated
         return failed
 
 
@@ -59,6 +66,8 @@ class PredictionRequest(models.Model):
     symbol = models.CharField(max_length=16, db_index=True)
     horizon = models.PositiveSmallIntegerField()
     strategy = models.CharField(max_length=32, default="chord")
+    # False: models train from scratch (no registry state), as cold experiments need.
+    warm_start = models.BooleanField(default=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
     cache_hit = models.BooleanField(default=False)
     user = models.ForeignKey(
@@ -73,6 +82,10 @@ class PredictionRequest(models.Model):
     last_bar_date = models.DateField(null=True, blank=True)
     result = models.JSONField(null=True, blank=True)
     error = models.TextField(blank=True)
+    # A cache hit keeps no copy of the result: it points at the request that computed it.
+    answered_by = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="cache_hits"
+    )
 
     objects = PredictionQuerySet.as_manager()
 
@@ -91,6 +104,12 @@ class PredictionRequest(models.Model):
     @property
     def is_final(self) -> bool:
         return self.status in (Status.DONE, Status.FAILED)
+
+    @property
+    def full_result(self) -> dict[str, Any] | None:
+        if self.result is None and self.answered_by is not None:
+            return self.answered_by.result
+        return self.result
 
     @property
     def latency_ms(self) -> float | None:
@@ -117,6 +136,8 @@ class PredictionRequest(models.Model):
         updated = PredictionRequest.objects.filter(id=self.id, status__in=ACTIVE).update(
             status=Status.FAILED, error=reason, finished_at=timezone.now()
         )
+        if updated:
+            progress.publish_request("failed", self, error=reason[:300])
         return bool(updated)
 
     def fail_if_stale(self) -> None:

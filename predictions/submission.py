@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.utils import timezone
 
-from predictions import result_cache
+from predictions import progress, result_cache
 from predictions.models import PredictionRequest, Status
 from predictions.sources import price_chain
 
@@ -28,6 +28,7 @@ def submit(
     strategy: str,
     user: AbstractBaseUser | AnonymousUser | None = None,
     use_cache: bool = True,
+    warm_start: bool = True,
 ) -> Submission:
     """Answer from the cache, or create a queued request for the caller to dispatch."""
     owner = user if user is not None and user.is_authenticated else None
@@ -47,14 +48,17 @@ def submit(
             data_source=cached["data"]["source"],
             last_bar_date=cached["data"]["last_bar_date"],
             price_key=cached["data"]["price_key"],
-            result=cached,
+            answered_by_id=cached["request_id"],
         )
+        request.result = cached  # shown in the response, not stored again
+        progress.publish_request("cached", request)
         return Submission(request, cached=True)
 
     servable, reason = price_chain().could_serve(symbol)
     if not servable:
         raise SymbolNotServed(reason)
     request = PredictionRequest.objects.create(
-        symbol=symbol, horizon=horizon, strategy=strategy, user=owner
+        symbol=symbol, horizon=horizon, strategy=strategy, user=owner, warm_start=warm_start
     )
+    progress.publish_request("submitted", request, use_cache=use_cache)
     return Submission(request, cached=False)

@@ -123,6 +123,7 @@ def assemble(
     stages_list = [prices_stage] + [part["stage"] for part in parts] + [combine_stage]
     tail = history.tail(HISTORY_BARS_IN_RESULT)
     return {
+        "request_id": str(request.id),
         "symbol": request.symbol,
         "horizon": request.horizon,
         "strategy": request.strategy,

@@ -51,6 +51,7 @@ class PredictionCreateSerializer(serializers.Serializer):
         },
     )
     use_cache = serializers.BooleanField(default=True)
+    warm_start = serializers.BooleanField(default=True)
 
     def validate_symbol(self, value: str) -> str:
         try:
@@ -88,13 +89,14 @@ class PredictionSummarySerializer(serializers.ModelSerializer):
 
 class PredictionDetailSerializer(PredictionSummarySerializer):
     stages = serializers.SerializerMethodField()
-    result = serializers.JSONField(read_only=True, allow_null=True)
+    result = serializers.JSONField(source="full_result", read_only=True, allow_null=True)
 
     class Meta(PredictionSummarySerializer.Meta):
         fields = [*PredictionSummarySerializer.Meta.fields, "stages", "result"]
         read_only_fields = fields
 
     def get_stages(self, obj: PredictionRequest) -> list[dict[str, Any]]:
-        if obj.result and "stages" in obj.result:
-            return obj.result["stages"]
+        result = obj.full_result
+        if result and "stages" in result:
+            return result["stages"]
         return progress.stages(str(obj.id))
