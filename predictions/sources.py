@@ -8,15 +8,17 @@ from django.conf import settings
 
 from predictions.mentions import MentionProvider, build_providers
 from predictions.prices import PriceChain, build_chain
-from predictions.redis_client import get_redis
+from predictions.prices.breaker import breaker_redis
 
 
 @functools.cache
 def price_chain() -> PriceChain:
     return build_chain(
         settings.PRICE_PROVIDERS,
-        redis_client=get_redis(),
+        # A client that fails at once: a Redis outage must not stall every price fetch.
+        redis_client=breaker_redis(settings.REDIS_URL),
         yahoo_timeout=settings.YFINANCE_TIMEOUT,
+        yahoo_period=settings.YFINANCE_PERIOD,
         breaker_open_seconds=settings.PRICE_BREAKER_SECONDS,
         cache_dir=str(settings.VAR_DIR / "yfinance"),
         latency_ms=settings.PRICE_LATENCY_MS,
