@@ -162,6 +162,9 @@ CELERY_BEAT_SCHEDULE = {
 }
 WORKER_GPU = env_str("WORKER_GPU", "auto")  # auto | on | off
 WORKER_HEARTBEAT_SECONDS = env_int("WORKER_HEARTBEAT_SECONDS", 5, minimum=1)
+# Threads TensorFlow uses in each pool process (0 = TensorFlow's default, all cores): one
+# per process keeps concurrent deep models from fighting over the cores.
+WORKER_TF_THREADS = env_int("WORKER_TF_THREADS", 1, minimum=0)
 
 # --- REST API.
 REST_FRAMEWORK = {

@@ -55,7 +55,9 @@ def warm_up_models(**kwargs: Any) -> None:
 
     from predictions.forecasting.registry import warm_up_models
 
-    seconds = warm_up_models(settings.PREDICTION_MODELS)
+    seconds = warm_up_models(
+        settings.PREDICTION_MODELS, intra_op_threads=settings.WORKER_TF_THREADS or None
+    )
     if seconds:
         log.info("TensorFlow ready in pid %s after %.1f s", os.getpid(), seconds)
 

@@ -1,0 +1,211 @@
+"""Shared Keras machinery for the deep forecasters (imports TensorFlow).
+
+Why: LSTM and TCN differ only in their layers; training, fine-tuning, fast
+prediction and weight serialization are identical. Only this module and the
+model modules built on it may import TensorFlow/Keras; the registry reaches them
+lazily so web processes never pay the ~3 s / 0.5 GB import.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import threading
+import time
+from abc import abstractmethod
+from typing import Any, ClassVar
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+import tensorflow as tf  # noqa: E402
+
+from ._windows import (  # noqa: E402
+    Scaling,
+    fit_scaling,
+    latest_window,
+    training_windows,
+    unscale_targets,
+)
+from .base import MAX_HORIZON, Forecaster, ForecastError  # noqa: E402
+
+_determinism_enabled = False
+
+
+def _seed_everything(seed: int) -> None:
+    """Seed Python, NumPy and TF and make TF ops deterministic, so a seed fixes the weights."""
+    global _determinism_enabled
+    keras.utils.set_random_seed(seed)
+    if not _determinism_enabled:
+        with contextlib.suppress(AttributeError, RuntimeError):  # older or unusual TF builds
+            tf.config.experimental.enable_op_determinism()
+        _determinism_enabled = True
+
+
+# Params that change the network or its optimizer; the others only change how long it trains.
+_TRAINING_ONLY = frozenset({"epochs", "fine_tune_epochs", "train_points"})
+
+
+class _SharedNetwork:
+    """One compiled Keras network per architecture, reused by every forecaster in the process.
+
+    Why: each new model's traced train/predict functions stay in TF's caches (measured
+    ~10 MB leaked per fit in a long-lived worker) and retracing costs ~1 s. Forecasters
+    keep their own weights as arrays and load them here before training or predicting.
+    """
+
+    def __init__(self, model: keras.Model, learning_rate: float) -> None:
+        self.model = model
+        model.compile(optimizer=keras.optimizers.Adam(learning_rate=learning_rate), loss="mse")
+        model.optimizer.build(model.trainable_variables)
+        self._fresh_optimizer = [np.array(v.numpy()) for v in model.optimizer.variables]
+        self.shapes = [tuple(w.shape) for w in model.get_weights()]
+        self.owner: object | None = None  # token of the forecaster whose weights are loaded
+        self.lock = threading.RLock()
+
+    def load(self, weights: list[np.ndarray], token: object) -> None:
+        """Put a forecaster's weights into the network unless they are already there."""
+        if self.owner is not token:
+            self.model.set_weights(weights)
+            self.owner = token
+
+    def reset_optimizer(self) -> None:
+        """Zero Adam's step count and moments so every training run starts the same way."""
+        for variable, fresh in zip(
+            self.model.optimizer.variables, self._fresh_optimizer, strict=True
+        ):
+            variable.assign(fresh)
+
+
+_NETWORKS: dict[str, _SharedNetwork] = {}
+
+
+class DeepForecaster(Forecaster):
+    """Keras model mapping a window of standardized returns to MAX_HORIZON cumulative returns."""
+
+    benefits_from_gpu: ClassVar[bool] = True
+    min_history: ClassVar[int] = 200
+    fine_tune_max_gap: ClassVar[int] = 250  # about a year of new bars
+    default_params: ClassVar[dict[str, Any]] = {
+        "window": 40,
+        "epochs": 10,
+        "fine_tune_epochs": 3,
+        "batch_size": 64,
+        "learning_rate": 1e-3,
+        "train_points": 1000,
+    }
+
+    def __init__(self, seed: int = 0, **params: Any) -> None:
+        super().__init__(seed, **params)
+        window = int(self.params["window"])
+        if not 2 <= window <= self.min_history - MAX_HORIZON - 50:
+            raise ForecastError(
+                f"{self.name} window must be between 2 and {self.min_history - MAX_HORIZON - 50}"
+            )
+        if int(self.params["train_points"]) < self.min_history:
+            raise ForecastError(f"{self.name} train_points must be at least {self.min_history}")
+        self._weights: list[np.ndarray] = []
+        self._token = object()
+        self._scaling: Scaling | None = None
+
+    @abstractmethod
+    def build(self) -> keras.Model:
+        """A new, uncompiled network; must start with keras.Input((window, 1))."""
+
+    def _network(self) -> _SharedNetwork:
+        arch = {k: v for k, v in self.params.items() if k not in _TRAINING_ONLY}
+        key = f"{self.name}:{json.dumps(arch, sort_keys=True)}"
+        if key not in _NETWORKS:
+            _NETWORKS[key] = _SharedNetwork(self.build(), float(self.params["learning_rate"]))
+        return _NETWORKS[key]
+
+    def _train(self, prices: np.ndarray, epochs: int, start: list[np.ndarray], seed: int) -> None:
+        assert self._scaling is not None
+        x, y = training_windows(
+            prices[-int(self.params["train_points"]) :], int(self.params["window"]), self._scaling
+        )
+        network = self._network()
+        with network.lock:
+            _seed_everything(seed)  # fixes the shuffling order
+            network.model.set_weights(start)
+            network.reset_optimizer()
+            network.model.fit(
+                x,
+                y,
+                epochs=epochs,
+                batch_size=int(self.params["batch_size"]),
+                shuffle=True,
+                verbose=0,
+            )
+            self._weights = network.model.get_weights()
+            self._token = object()
+            network.owner = self._token
+
+    def _fit(self, prices: np.ndarray) -> None:
+        recent = prices[-int(self.params["train_points"]) :]
+        self._scaling = fit_scaling(recent, int(self.params["window"]))
+        self._network()  # create it first: building it must not shift the seeded draws below
+        _seed_everything(self.seed)
+        initial = self.build().get_weights()  # throwaway copy, only for seeded initial weights
+        self._train(recent, int(self.params["epochs"]), initial, self.seed)
+
+    def _fine_tune(self, prices: np.ndarray) -> None:
+        # Keep the original scaling so the learned weights keep their meaning.
+        self._train(prices, int(self.params["fine_tune_epochs"]), self._weights, self.seed + 1)
+
+    def _predict_cum_log_returns(self, prices: np.ndarray, horizon: int) -> np.ndarray:
+        assert self._scaling is not None
+        x = latest_window(prices, int(self.params["window"]), self._scaling)
+        network = self._network()
+        with network.lock:
+            network.load(self._weights, self._token)
+            # predict_on_batch skips model.predict()'s per-call data pipeline (~1 ms vs ~66 ms).
+            y_scaled = np.asarray(network.model.predict_on_batch(x))[0]
+        return unscale_targets(y_scaled, self._scaling)[:horizon]
+
+    def _arrays(self) -> dict[str, np.ndarray]:
+        assert self._scaling is not None
+        weights = {f"w{i}": np.asarray(w) for i, w in enumerate(self._weights)}
+        return {**self._scaling.as_arrays(), **weights}
+
+    def _load_arrays(self, arrays: dict[str, np.ndarray]) -> None:
+        scaling = Scaling.from_arrays(arrays)
+        shapes = self._network().shapes
+        count = sum(1 for key in arrays if key.startswith("w"))
+        if count != len(shapes):
+            raise ValueError(f"state has {count} weight arrays, the network has {len(shapes)}")
+        weights = [arrays[f"w{i}"].astype(np.float32) for i in range(count)]
+        for i, (got, want) in enumerate(zip(weights, shapes, strict=True)):
+            if got.shape != want:
+                raise ValueError(f"weight {i} has shape {got.shape}, expected {want}")
+            if not np.all(np.isfinite(got)):
+                raise ValueError(f"weight {i} is not finite")
+        self._weights, self._token, self._scaling = weights, object(), scaling
+
+
+def warm_up_tensorflow(intra_op_threads: int | None = None) -> float:
+    """Import TF and run one tiny forward pass of each deep model; returns seconds taken.
+
+    Why: a worker child calls this at start-up so the first real task does not pay
+    for TF initialisation and graph tracing. ``intra_op_threads`` (e.g. 1 when
+    several worker children share two cores) only applies before TF's runtime starts.
+    """
+    start = time.perf_counter()
+    if intra_op_threads is not None:
+        try:
+            tf.config.threading.set_intra_op_parallelism_threads(int(intra_op_threads))
+            tf.config.threading.set_inter_op_parallelism_threads(int(intra_op_threads))
+        except RuntimeError:
+            pass  # the runtime is already initialised; keep its threads
+    from .lstm import LSTMForecaster
+    from .tcn import TCNForecaster
+
+    for cls in (LSTMForecaster, TCNForecaster):
+        network = cls()._network()  # the same network the default-params models will use
+        with network.lock:
+            window = int(cls.default_params["window"])
+            network.model.predict_on_batch(np.zeros((1, window, 1), np.float32))
+    return time.perf_counter() - start
