@@ -42,6 +42,57 @@ def test_a_second_prediction_on_unchanged_data_warm_starts_every_model(api_clien
 
 
 def test_an_unknown_symbol_has_no_models(api_client, celery_worker):
-    response = api_client.get("/api/v1/models/IBM/")
+    response = api_client.get("/api/v1/models/^IXIC/")
     assert response.status_code == 404
-    assert "No trained models for IBM" in response.json()["error"]
+    assert "No trained models for ^IXIC" in response.json()["error"]
+
+
+def test_a_state_trained_in_one_process_warm_starts_another(api_client, celery_worker):
+    """This test process trains and stores; the worker process loads from the database."""
+    from predictions.sources import price_chain
+    from workers import stages
+
+    history = price_chain().fetch("IBM")
+    for name in ("naive", "ridge", "arima"):
+        here = stages.run_model(name, history, 3)
+        assert here["trained"] is True and here["registry"]["generation"] == 1
+
+    _, prediction = submit_and_wait(api_client, symbol="IBM", horizon=3)
+    assert prediction["status"] == "done", prediction["error"]
+    for model in prediction["result"]["models"]:
+        if model["model"] in ("naive", "ridge", "arima"):
+            assert model["worker"] == celery_worker
+            assert model["registry"]["state_status"] == "loaded", model
+            assert model["trained"] is False
+
+
+def test_an_unreadable_state_is_retrained_not_fatal(api_client, celery_worker):
+    from predictions.sources import price_chain
+    from workers import stages
+
+    history = price_chain().fetch("MSFT")
+    stages.run_model("ridge", history, 2)
+    ModelGeneration.objects.filter(symbol="MSFT", model="ridge").update(state=b"not a state")
+
+    again = stages.run_model("ridge", history, 2)
+    assert again["trained"] is True
+    assert again["registry"]["state_status"].startswith("invalid")
+    assert again["registry"]["generation"] == 2
+    assert all(v > 0 for v in again["forecast"])
+
+
+def test_old_generations_are_pruned(settings):
+    from predictions import model_registry
+
+    settings.REGISTRY_KEEP_GENERATIONS = 2
+    for _ in range(4):
+        model_registry.record(
+            symbol="IBM", model="naive", state=b"x", mode="trained", parent=None,
+            price_key="k", data_source="sample", train_bars=10,
+            train_last_date="2013-01-01", data_last_date="2013-03-01",
+            fit_seconds=0.1, metrics={},
+        )  # fmt: skip
+    kept = list(
+        ModelGeneration.objects.for_model("IBM", "naive").values_list("generation", flat=True)
+    )
+    assert kept == [4, 3]

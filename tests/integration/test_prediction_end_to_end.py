@@ -91,3 +91,18 @@ def test_it_lists_predictions_filtered_by_symbol(api_client, celery_worker):
 def test_the_web_process_never_imports_tensorflow(api_client, celery_worker):
     submit_and_wait(api_client, symbol="MSFT", horizon=2)
     assert "tensorflow" not in sys.modules
+
+
+def test_models_that_need_more_history_fail_clearly_and_the_rest_predict(
+    api_client, celery_worker
+):
+    """FB's sample history (2012-2013) is too short for most models."""
+    _, prediction = submit_and_wait(api_client, symbol="FB", horizon=3)
+    assert prediction["status"] == "done", prediction["error"]
+    models = {m["model"]: m for m in prediction["result"]["models"]}
+    assert models["naive"]["ok"] and models["naive"]["weight"] == pytest.approx(1.0)
+    for name in ("ridge", "lstm"):
+        assert not models[name]["ok"]
+        assert models[name]["weight"] == 0.0
+        assert "needs at least" in models[name]["error"]
+    assert len(prediction["result"]["combined"]["forecast"]) == 3
