@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test setup browser lint check migrations-check token clean
+.PHONY: run test setup browser lint check migrations-check token clean bench-models
 
 $(STAMP): requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,9 @@ check: lint migrations-check
 
 test: setup browser check  ## every test, against a real Redis, Celery worker, database and browser
 	$(PY) -m pytest
+
+bench-models: setup  ## every model on every offline symbol: train, warm start, predict, memory, skill
+	$(PY) -m benchmarks.models $(BENCH_MODELS_ARGS)
 
 token: setup  ## make token USER=alice: an API token for that user
 	$(PY) manage.py create_api_token $(USER)

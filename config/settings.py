@@ -117,7 +117,7 @@ CACHES = {
 # --- Prediction service.
 PREDICTION_CACHE_TTL = env_int("PREDICTION_CACHE_TTL", 900, minimum=0)
 PREDICTION_TIMEOUT = env_int("PREDICTION_TIMEOUT", 300, minimum=10)
-PREDICTION_MODELS = env_list("PREDICTION_MODELS", ["naive", "ridge", "lstm"])
+PREDICTION_MODELS = env_list("PREDICTION_MODELS", ["naive", "ridge", "arima", "lstm", "tcn"])
 PREDICTION_MAX_WAIT = env_int("PREDICTION_MAX_WAIT", 60, minimum=0)
 PRICE_PROVIDERS = env_list("PRICE_PROVIDERS", ["yfinance", "sample"])
 YFINANCE_TIMEOUT = env_float("YFINANCE_TIMEOUT", 3.0, minimum=0.1)

@@ -107,14 +107,15 @@ def assemble(
         request.horizon,
         sentiment_max_adjust=settings.SENTIMENT_MAX_ADJUST,
     )
-    weights = {entry["model"]: entry["weight"] for entry in combined.pop("models")}
+    members = {entry["model"]: entry for entry in combined.pop("models")}
     models = []
     for run in model_runs:
         stage = run.get("stage", {})
         models.append(
             {
                 **{k: v for k, v in run.items() if k not in ("stage", "residuals", "backtest")},
-                "weight": weights.get(run["model"], 0.0),
+                "weight": members.get(run["model"], {}).get("weight", 0.0),
+                "excluded": members.get(run["model"], {}).get("excluded"),
                 "worker": stage.get("worker"),
                 "queue": stage.get("queue"),
             }

@@ -70,6 +70,19 @@ def _usable(run: dict[str, Any], horizon: int) -> tuple[np.ndarray | None, float
     return forecast, float(mae), ""
 
 
+def _select_against_baseline(usable: list[dict[str, Any]], baseline: str | None) -> None:
+    """Mark members whose backtest MAE is worse than the baseline's as excluded."""
+    reference = next((e for e in usable if e["run"].get("model") == baseline), None)
+    for entry in usable:
+        entry["excluded"] = None
+        if reference is None or entry is reference or entry["mae"] <= reference["mae"]:
+            continue
+        entry["excluded"] = (
+            f"backtest MAE {entry['mae']:.4g} is worse than the {baseline} baseline's "
+            f"{reference['mae']:.4g}"
+        )
+
+
 def weighted_quantile(values: np.ndarray, weights: np.ndarray, q: float) -> float:
     """Quantile of a weighted sample (interpolated on the weighted CDF midpoints)."""
     order = np.argsort(values)
@@ -223,12 +236,17 @@ def combine(
     *,
     sentiment_max_adjust: float = 0.01,
     unsure_threshold: float = 0.05,
+    baseline: str | None = "naive",
 ) -> dict[str, Any]:
     """Weighted ensemble of the successful model runs, with bounded sentiment tilt.
 
     - Weights ∝ 1 / backtest MAE over runs with ``ok`` and a usable forecast; the rest
       get weight 0 and are listed under ``failed`` with their error. If none is usable,
       raises ForecastError("every model failed: ...").
+    - Model selection (Clipper-style): when the ``baseline`` model ran, a model whose
+      backtest MAE is worse than the baseline's earns no weight (``excluded`` says why);
+      the baseline keeps its weight. Otherwise a model that does worse than "no change
+      plus drift" would still pull the ensemble its way.
     - ``combined[t]`` is the weighted mean path (``forecast_unadjusted``).
     - Sentiment (``{"mean_compound": −1..1, "count": posts}``) tilts the path by
       ``tilt = sentiment_max_adjust * mean_compound * min(1, count / 20)`` — at most
@@ -266,8 +284,9 @@ def combine(
         reasons = "; ".join(f"{f['model']}: {f['error']}" for f in failed) or "no model runs"
         raise ForecastError(f"every model failed: {reasons}")
 
+    _select_against_baseline(usable, baseline)
     floor = 1e-9 * last  # a perfect backtest must not get infinite weight
-    inverse = np.array([1.0 / max(e["mae"], floor) for e in usable])
+    inverse = np.array([0.0 if e["excluded"] else 1.0 / max(e["mae"], floor) for e in usable])
     for entry, weight in zip(usable, inverse / inverse.sum(), strict=True):
         entry["weight"] = float(weight)
     stacked = np.stack([e["forecast"] for e in usable])
@@ -304,6 +323,7 @@ def combine(
                 "forecast": entry["forecast"].tolist() if entry else [],
                 "metrics": _clean_metrics(run.get("metrics")),
                 "error": error,
+                "excluded": entry["excluded"] if entry else None,
             }
         )
 
