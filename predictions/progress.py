@@ -7,8 +7,10 @@ running, and every record is also published on one channel for live listeners.
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
+from predictions import event_metrics
 from predictions.redis_client import get_redis
 
 EVENTS_CHANNEL = b"stockserve:events"
@@ -27,15 +29,45 @@ def record_stage(request_id: str, record: dict[str, Any]) -> None:
         pipe.rpush(_stages_key(request_id), payload)
         pipe.expire(_stages_key(request_id), STAGES_TTL_SECONDS)
         pipe.publish(EVENTS_CHANNEL, payload)
+        event_metrics.count_stage(pipe, record)
         pipe.execute()
-    except Exception:  # noqa: BLE001 - progress is best-effort; the result carries the timings
+    except Exception:  # progress is best-effort; the result carries the timings
+        pass
+
+
+def publish_request(event: str, request: Any, **extra: Any) -> None:
+    """Tell live listeners a request was `submitted`, `cached`, `done` or `failed`.
+
+    One pipelined round trip (publish + metric counters); never fails the caller.
+    """
+    try:
+        now = time.time()
+        created = request.created_at.timestamp()
+        payload = {
+            "kind": "request",
+            "event": event,
+            "request_id": str(request.id),
+            "symbol": request.symbol,
+            "horizon": request.horizon,
+            "strategy": request.strategy,
+            "cache_hit": bool(request.cache_hit),
+            "created_at": round(created, 4),
+            "at": round(now, 4),
+            "latency_ms": round((now - created) * 1000, 1) if event != "submitted" else None,
+            **extra,
+        }
+        pipe = get_redis().pipeline(transaction=False)
+        pipe.publish(EVENTS_CHANNEL, json.dumps(payload))
+        event_metrics.count_request(pipe, payload)
+        pipe.execute()
+    except Exception:  # live events are best-effort; the request row is the truth
         pass
 
 
 def stages(request_id: str) -> list[dict[str, Any]]:
     try:
         raw = get_redis().lrange(_stages_key(request_id), 0, -1)
-    except Exception:  # noqa: BLE001
+    except Exception:
         return []
     records = [json.loads(item) for item in raw]
     for record in records:
