@@ -5,7 +5,7 @@ PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: run test setup browser lint check migrations-check token clean bench-models
+.PHONY: run test setup browser lint check migrations-check token clean bench-models experiment bench-overhead bench-events test-hosts lint-playbooks
 
 $(STAMP): requirements.txt requirements-dev.txt
 	$(PYTHON) -m venv $(VENV)
@@ -27,10 +27,30 @@ lint: setup
 migrations-check: setup
 	$(PY) manage.py makemigrations --check --dry-run
 
-check: lint migrations-check
+test-hosts:  ## Debian's openssh-server: the provisioning test runs an sshd in each of its test hosts
+	@[ -x /usr/sbin/sshd ] || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q --no-install-recommends openssh-server; }
 
-test: setup browser check  ## every test, against a real Redis, Celery worker, database and browser
+PLAYBOOKS := site.yml add_worker.yml remove_worker.yml status.yml
+lint-playbooks: setup  ## ansible-lint (production profile, offline) and --syntax-check of the playbooks
+	cd playbooks && PATH="$(abspath $(VENV))/bin:$$PATH" ansible-lint --offline
+	cd playbooks && PATH="$(abspath $(VENV))/bin:$$PATH" ansible-playbook --syntax-check $(PLAYBOOKS)
+
+check: lint migrations-check lint-playbooks
+
+test: setup browser test-hosts check  ## every test, against a real Redis, Celery worker, database and browser
 	$(PY) -m pytest
+
+# The short default run (< 10 min); longer ones: make experiment EXPERIMENT_ARGS="--users 10 --duration 60"
+EXPERIMENT_ARGS ?= --strategies centralized,chord,cascade --workers 1,2,6 --users 1 --think 0,0 \
+	--duration 20 --drain 30 --warmup 1 --symbols AAPL,MSFT --max-minutes 9
+experiment: setup  ## compare strategies and worker counts under load; report in loadtests/reports/
+	$(PY) -m loadtests.experiment $(EXPERIMENT_ARGS)
+
+bench-overhead: setup  ## orchestration cost per request: no-op chord vs direct calls vs bare Celery chord
+	$(PY) -m loadtests.bench_overhead $(BENCH_ARGS)
+
+bench-events: setup browser  ## live-event cost per task and events/s a connected dashboard keeps up with
+	$(PY) -m loadtests.bench_events $(BENCH_EVENTS_ARGS)
 
 bench-models: setup  ## every model on every offline symbol: train, warm start, predict, memory, skill
 	$(PY) -m benchmarks.models $(BENCH_MODELS_ARGS)

@@ -82,3 +82,11 @@ def env_latency(name: str) -> tuple[float, float] | None:
     if mean < 0 or jitter < 0 or len(parts) > 2:
         raise ImproperlyConfiguredEnv(f"{name} must be 'MEAN_MS[,JITTER_MS]', got {raw!r}")
     return (mean, jitter)
+
+
+def env_choice(name: str, default: str, choices: tuple[str, ...] | list[str]) -> str:
+    """One of `choices` (case-insensitive); anything else fails with the valid names."""
+    value = os.environ.get(name, "").strip().lower() or default
+    if value not in choices:
+        raise ImproperlyConfiguredEnv(f"{name} must be one of {', '.join(choices)}, got {value!r}")
+    return value

@@ -10,12 +10,14 @@ import dj_database_url
 
 from config.env import (
     env_bool,
+    env_choice,
     env_float,
     env_int,
     env_latency,
     env_list,
     env_str,
 )
+from predictions.strategies import STRATEGIES
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("VAR_DIR", str(BASE_DIR / "var")))
@@ -52,6 +54,7 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "drf_spectacular",
     "drf_spectacular_sidecar",
+    "channels",
     "predictions",
     "workers",
     "webui",
@@ -70,6 +73,7 @@ MIDDLEWARE = [
 
 ROOT_URLCONF = "config.urls"
 WSGI_APPLICATION = "config.wsgi.application"
+ASGI_APPLICATION = "config.asgi.application"
 
 TEMPLATES = [
     {
@@ -81,6 +85,7 @@ TEMPLATES = [
                 "django.template.context_processors.request",
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
+                "webui.context_processors.live",
             ],
         },
     },
@@ -165,6 +170,19 @@ WORKER_HEARTBEAT_SECONDS = env_int("WORKER_HEARTBEAT_SECONDS", 5, minimum=1)
 # Threads TensorFlow uses in each pool process (0 = TensorFlow's default, all cores): one
 # per process keeps concurrent deep models from fighting over the cores.
 WORKER_TF_THREADS = env_int("WORKER_TF_THREADS", 1, minimum=0)
+# Ansible inventories for `manage.py workers` and the workers page (comma-separated paths).
+PROVISIONING_INVENTORY = env_list(
+    "PROVISIONING_INVENTORY", [str(BASE_DIR / "playbooks" / "inventory" / "example.yml")]
+)
+# How long a process trusts its answer to "is a gpu worker alive?" (routing, seconds).
+ROUTING_CACHE_SECONDS = env_float("ROUTING_CACHE_SECONDS", 5.0, minimum=0.0)
+
+# --- Scheduling strategies (workers/strategies/): default, and the cascade's thresholds.
+DEFAULT_STRATEGY = env_choice("DEFAULT_STRATEGY", "chord", STRATEGIES)
+# The cascade runs the deep models when the cheap ones' day-h forecasts spread more than
+# this fraction of the combined value, or their backtest MASE is not below CASCADE_MAX_MASE.
+CASCADE_MAX_SPREAD = env_float("CASCADE_MAX_SPREAD", 0.02, minimum=0.0)
+CASCADE_MAX_MASE = env_float("CASCADE_MAX_MASE", 1.0, minimum=0.0)
 
 # --- REST API.
 REST_FRAMEWORK = {
@@ -223,6 +241,21 @@ TIME_ZONE = "UTC"
 USE_I18N = False
 USE_TZ = True
 LOGIN_URL = "/admin/login/"
+
+# --- Live pages (webui/): websockets on an ASGI server next to gunicorn, fed by one relay.
+CHANNEL_LAYERS = {
+    "default": {
+        "BACKEND": "channels_redis.core.RedisChannelLayer",
+        "CONFIG": {"hosts": [REDIS_URL], "prefix": "stockserve:asgi", "expiry": 30},
+    }
+}
+WS_PORT = env_int("WS_PORT", PORT + 1, minimum=1)
+# Where pages open websockets: unset = same host as the page, port WS_PORT; "/" = same
+# origin (a proxy routes /ws/); or an absolute ws:// or wss:// base URL.
+WEBSOCKET_URL = env_str("WEBSOCKET_URL")
+DASHBOARD_TICK_SECONDS = env_float("DASHBOARD_TICK_SECONDS", 0.25, minimum=0.05)
+DASHBOARD_WINDOW = env_int("DASHBOARD_WINDOW", 500, minimum=10)
+METRICS_TOKEN = env_str("METRICS_TOKEN")  # when set, /metrics wants "Authorization: Bearer …"
 
 LOGGING = {
     "version": 1,

@@ -8,6 +8,7 @@ When REDIS_URL is unset a private redis-server is started on a free loopback por
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -39,16 +40,18 @@ def _processes(port: int, host: str) -> dict[str, list[str]]:
                               "--concurrency", os.environ.get("CPU_CONCURRENCY", "2")),
         "beat": [sys.executable, "-m", "celery", "-A", "config", "beat", "-l", "WARNING",
                  "-s", str(ROOT / "var" / "celerybeat-schedule")],
+        # Websockets for the live pages on ASGI (the HTTP API stays on gunicorn's WSGI).
+        "ws": [sys.executable, "-m", "uvicorn", "config.asgi:application", "--host", host,
+               "--port", os.environ["WS_PORT"], "--lifespan", "off"],
+        "relay": _manage("relay_events"),
     }  # fmt: skip
 
 
 def _stop(children: dict[str, subprocess.Popen[bytes]]) -> None:
     for proc in children.values():
         if proc.poll() is None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
     deadline = time.monotonic() + 15
     for proc in children.values():
         try:
@@ -61,6 +64,7 @@ def main() -> int:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     port = int(os.environ.get("PORT", "8000"))
     host = os.environ.get("HOST", "127.0.0.1")
+    os.environ.setdefault("WS_PORT", str(port + 1))  # where the pages look for websockets
     redis = None
     if not os.environ.get("REDIS_URL"):
         redis = EmbeddedRedis(workdir=str(ROOT / "var" / "redis")).start()
@@ -83,6 +87,7 @@ def main() -> int:
         print(
             f"\n  stockserve is starting: open http://{shown}:{port}/\n"
             f"  API: http://{shown}:{port}/api/v1/  docs: http://{shown}:{port}/api/docs/\n"
+            f"  Dashboard (staff): http://{shown}:{port}/dashboard/  metrics: /metrics\n"
             "  Workers warm TensorFlow up for a few seconds. Ctrl-C stops everything.\n",
             flush=True,
         )

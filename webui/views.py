@@ -17,5 +17,6 @@ def index(request: HttpRequest) -> HttpResponse:
         "offline_symbols": [s["symbol"] for s in SampleProvider().symbols()],
         "max_horizon": MAX_HORIZON,
         "providers": ", ".join(settings.PRICE_PROVIDERS),
+        "models": settings.PREDICTION_MODELS,
     }
     return render(request, "webui/index.html", context)

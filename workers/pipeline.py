@@ -15,13 +15,27 @@ from typing import Any
 from celery import chord
 from django.conf import settings
 
-from predictions import result_cache
+from predictions import progress, result_cache
 from predictions.models import PredictionRequest
 from workers import routing
 
 
 def dispatch(request: PredictionRequest) -> None:
-    """Queue the coordinator; call after the request row is committed (PITFALLS #6)."""
+    """Start the request's strategy; call after the row is committed (PITFALLS #6)."""
+    from workers import strategies
+
+    strategies.get(request.strategy).dispatch(request)
+
+
+def after_prices(request: PredictionRequest, price_key: str, prices_stage: dict[str, Any]) -> None:
+    """The coordinator stored the prices: the strategy launches what comes next."""
+    from workers import strategies
+
+    strategies.get(request.strategy).after_prices(request, price_key, prices_stage)
+
+
+def start_coordinator(request: PredictionRequest) -> None:
+    """Queue the coordinator task (`fetch_prices`) of the chord and cascade strategies."""
     from workers.tasks import fetch_prices
 
     fetch_prices.apply_async((str(request.id),), queue=routing.IO, expires=request.deadline)
@@ -54,3 +68,4 @@ def finish(request: PredictionRequest, result: dict[str, Any]) -> None:
         result_cache.put_cached(
             request.symbol, request.horizon, result["data"]["last_bar_date"], result
         )
+        progress.publish_request("done", request)

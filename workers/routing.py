@@ -7,19 +7,20 @@ from __future__ import annotations
 
 import time
 
+from django.conf import settings
+
 from predictions.forecasting.registry import model_info
 from workers import presence
 
 IO, CPU, GPU = "io", "cpu", "gpu"
 QUEUES = (IO, CPU, GPU)
-_CACHE_SECONDS = 5.0
 _cache: dict[str, tuple[float, bool]] = {}
 
 
 def has_consumers(queue: str) -> bool:
     now = time.monotonic()
     cached = _cache.get(queue)
-    if cached and now - cached[0] < _CACHE_SECONDS:
+    if cached and now - cached[0] < settings.ROUTING_CACHE_SECONDS:
         return cached[1]
     try:
         answer = bool(presence.consumers_of(queue))

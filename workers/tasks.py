@@ -18,6 +18,8 @@ from predictions.models import PredictionRequest
 from predictions.prices import PriceDataError
 from workers import pipeline, stages
 from workers.stage import StageClock
+from workers.strategies import cascade as cascade_strategy
+from workers.strategies import centralized
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +51,7 @@ def fetch_prices(self, request_id: str) -> dict[str, Any] | None:
         price_key=key, data_source=history.source, last_bar_date=history.last_bar_date
     )
     stage = clock.finish("ok", f"{len(history)} bars from {history.source}")
-    pipeline.launch_chord(request, key, stage)
+    pipeline.after_prices(request, key, stage)
     return {"ok": True, "price_key": key, "stage": stage}
 
 
@@ -57,8 +59,13 @@ def fetch_prices(self, request_id: str) -> dict[str, Any] | None:
 def run_model(self, request_id: str, model: str, price_key: str, horizon: int) -> dict[str, Any]:
     clock = StageClock(self, f"model:{model}", request_id)
     try:
+        warm = PredictionRequest.objects.filter(id=request_id).values_list("warm_start", flat=True)
         run = stages.run_model(
-            model, price_store.load(price_key), horizon, worker=self.request.hostname or ""
+            model,
+            price_store.load(price_key),
+            horizon,
+            warm_start=warm.first() is not False,
+            worker=self.request.hostname or "",
         )
     except SoftTimeLimitExceeded:
         run = {"model": model, "ok": False, "error": f"{model} ran past its time limit"}
@@ -115,3 +122,37 @@ def chord_failed(task_request: Any, exc: Exception, traceback: Any, request_id: 
 def sweep_stale_predictions() -> int:
     """Periodic: mark requests past their deadline failed (Celery has no chord timeout)."""
     return PredictionRequest.objects.fail_stale()
+
+
+@shared_task(bind=True, name="workers.tasks.run_centralized", ignore_result=False)
+def run_centralized(self, request_id: str) -> dict[str, Any] | None:
+    """The `centralized` strategy: every stage of the pipeline in this one task."""
+    request = _load_request(request_id)
+    return None if request is None else centralized.run(self, request)
+
+
+@shared_task(bind=True, name="workers.tasks.cascade_decide", ignore_result=False)
+def cascade_decide(
+    self, parts: list[dict[str, Any]], request_id: str, price_key: str, prices_stage: dict[str, Any]
+) -> dict[str, Any] | None:
+    """`cascade`: judge the cheap models; answer now or launch the deep models' chord."""
+    request = _load_request(request_id)
+    if request is None:
+        return None
+    return cascade_strategy.decide(self, request, parts, price_key, prices_stage)
+
+
+@shared_task(bind=True, name="workers.tasks.cascade_finish", ignore_result=False)
+def cascade_finish(
+    self,
+    parts: list[dict[str, Any]],
+    request_id: str,
+    prices_stage: dict[str, Any],
+    earlier: list[dict[str, Any]],
+    cascade: dict[str, Any],
+) -> dict[str, Any] | None:
+    """`cascade` after escalation: combine the cheap and the deep models' results."""
+    request = _load_request(request_id)
+    if request is None:
+        return None
+    return cascade_strategy.finish(self, request, [*earlier, *parts], prices_stage, cascade)

@@ -10,7 +10,7 @@ from rest_framework.reverse import reverse
 from predictions import progress
 from predictions.forecasting.base import MAX_HORIZON
 from predictions.models import PredictionRequest
-from predictions.strategies import DEFAULT_STRATEGY, STRATEGIES
+from predictions.strategies import STRATEGIES, default_strategy
 from predictions.symbols import InvalidSymbol, normalize_symbol
 
 
@@ -45,7 +45,7 @@ class PredictionCreateSerializer(serializers.Serializer):
     )
     strategy = serializers.ChoiceField(
         choices=STRATEGIES,
-        default=DEFAULT_STRATEGY,
+        default=default_strategy,
         error_messages={
             "invalid_choice": f"Unknown strategy; choose one of: {', '.join(STRATEGIES)}."
         },

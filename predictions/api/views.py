@@ -61,7 +61,8 @@ class PredictionListCreate(generics.ListAPIView):
         data = serializer.validated_data
         try:
             submission = submit(
-                data["symbol"], data["horizon"], data["strategy"], request.user, data["use_cache"]
+                data["symbol"], data["horizon"], data["strategy"], request.user, data["use_cache"],
+                warm_start=data["warm_start"],
             )
         except SymbolNotServed as exc:
             raise NotFoundError(str(exc)) from exc

@@ -23,10 +23,38 @@ function cell(row, text, cls) {
   return td;
 }
 
+function expectedStages() {
+  const el = $("pipeline-models");
+  const models = el ? JSON.parse(el.textContent) : [];
+  return ["prices", ...models.map((m) => `model:${m}`), "sentiment", "combine"];
+}
+
+// The stages light up: grey = not yet runnable, pulsing = queued or running, then ok/error.
+function renderPills(stages, status) {
+  const seen = new Map(stages.map((s) => [s.stage, s]));
+  const names = [...new Set([...expectedStages(), ...seen.keys()])];
+  const header = names.filter((n) => n !== "prices" && n !== "combine");
+  const pricesDone = seen.has("prices") && seen.get("prices").outcome === "ok";
+  const headerDone = header.every((n) => seen.has(n));
+  const active = status === "queued" || status === "running";
+  const list = $("stage-pills");
+  list.replaceChildren();
+  for (const name of names) {
+    const s = seen.get(name);
+    const li = document.createElement("li");
+    li.dataset.stage = name;
+    if (s) li.className = s.outcome === "ok" ? "ok" : "error";
+    else if (active && (name === "prices" || (name === "combine" ? pricesDone && headerDone : pricesDone))) li.className = "active";
+    li.textContent = s ? `${name} · ${fmt(s.duration_ms, 0)} ms` : name;
+    list.append(li);
+  }
+}
+
 function renderStages(stages, status) {
   $("progress").hidden = false;
   $("status").textContent = status;
   $("status").className = "badge " + status;
+  renderPills(stages, status);
   const body = $("stages").tBodies[0];
   body.replaceChildren();
   for (const s of stages) {
@@ -120,14 +148,60 @@ function renderResult(p) {
   }
 }
 
-async function follow(url) {
-  for (;;) {
-    const response = await fetch(url + "?wait=1", { headers: { Accept: "application/json" } });
-    const p = await response.json();
-    if (!response.ok) throw new Error(p.error || `HTTP ${response.status}`);
-    renderStages(p.stages || [], p.status);
-    if (p.status === "done") return p;
-    if (p.status === "failed") throw new Error(p.error || "The prediction failed.");
+// Live stages over the websocket (served next to the API; see live.js). `final` resolves
+// when the relay reports the request done or failed.
+function watch(id) {
+  const live = { open: false, socket: null };
+  live.final = new Promise((resolve) => {
+    try {
+      live.socket = new WebSocket(window.Live.url(`/ws/predictions/${id}/`));
+    } catch {
+      return;
+    }
+    live.socket.onopen = () => {
+      live.open = true;
+      $("progress").dataset.live = "ws";
+      $("live-note").textContent = "live";
+    };
+    live.socket.onmessage = (event) => {
+      const m = JSON.parse(event.data);
+      if (m.type !== "request") return;
+      renderStages(m.request.stages || [], m.request.status);
+      if (m.request.status === "done" || m.request.status === "failed") resolve(m.request.status);
+    };
+    live.socket.onclose = () => { live.open = false; };
+  });
+  return live;
+}
+
+async function getPrediction(url, wait, signal) {
+  const response = await fetch(`${url}?wait=${wait}`, { headers: { Accept: "application/json" }, signal });
+  const p = await response.json();
+  if (!response.ok) throw new Error(p.error || `HTTP ${response.status}`);
+  return p;
+}
+
+// Polling stays as the fallback: each second without a socket, a long poll with one.
+async function follow(url, id) {
+  const live = watch(id);
+  let liveEnded = false;
+  const ended = live.final.then(() => { liveEnded = true; return null; });
+  try {
+    for (;;) {
+      const controller = new AbortController();
+      const poll = getPrediction(url, live.open && !liveEnded ? 20 : 1, controller.signal);
+      let p = liveEnded ? await poll : await Promise.race([poll, ended]);
+      if (p === null) {
+        controller.abort();
+        poll.catch(() => {});
+        p = await getPrediction(url, 2);
+      }
+      renderStages(p.stages || [], p.status);
+      if (p.status === "done") return p;
+      if (p.status === "failed") throw new Error(p.error || "The prediction failed.");
+    }
+  } finally {
+    if (live.socket) live.socket.close();
   }
 }
 
@@ -148,7 +222,7 @@ async function predict(event) {
     let p = body;
     if (response.status === 202) {
       say(`Queued as ${body.id}; following its stages…`);
-      p = await follow(body.links.self);
+      p = await follow(body.links.self, body.id);
     }
     renderStages(p.stages || [], p.status);
     renderResult(p);

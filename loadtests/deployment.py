@@ -1,0 +1,221 @@
+"""One deployment of the stack for one configuration of the experiment.
+
+Its own redis-server, SQLite database and VAR_DIR under a temporary directory, a gunicorn
+web server and N Celery workers (`manage.py start_worker`, each its own process and
+hostname, standing in for a machine that consumes `io` and `cpu`). Every process is
+started through the Supervisor, so the runner can stop all of them whatever happens.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import redis
+import requests
+
+from config.embedded_redis import free_port, redis_server_binary
+from loadtests.procs import Supervisor
+
+ROOT = Path(__file__).resolve().parent.parent
+WORKERS_KEY = "stockserve:workers"  # workers.presence.WORKERS_KEY (no Django here)
+
+
+@dataclass(frozen=True)
+class Setup:
+    """What differs between configurations (and what stays the same)."""
+
+    workers: int
+    concurrency: int = 1
+    models: tuple[str, ...] = ("naive", "ridge", "lstm")
+    strategy: str = "chord"
+    price_latency: str = ""  # "MEAN[,JITTER]" ms, empty = off
+    mention_latency: str = ""
+    web_workers: int = 2
+    web_threads: int = 32
+    extra_env: dict[str, str] = field(default_factory=dict)
+
+
+def base_env(var_dir: Path, redis_url: str, setup: Setup) -> dict[str, str]:
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("DATABASE_URL", "REDIS_URL", "CELERY_", "PRICE_", "MENTION_"))
+    }
+    env.update(
+        DJANGO_SETTINGS_MODULE="config.settings",
+        VAR_DIR=str(var_dir),
+        DATABASE_URL=f"sqlite:///{var_dir / 'db.sqlite3'}",
+        REDIS_URL=redis_url,
+        PRICE_PROVIDERS="sample",
+        MENTION_PROVIDERS="sample",
+        PREDICTION_MODELS=",".join(setup.models),
+        DEFAULT_STRATEGY=setup.strategy,
+        THROTTLE_ANON="1000000/min",
+        THROTTLE_USER="1000000/min",
+        PREDICTION_TIMEOUT="600",
+        PREDICTION_MAX_WAIT="60",
+        LOG_LEVEL="WARNING",
+        TF_CPP_MIN_LOG_LEVEL="3",
+        PYTHONUNBUFFERED="1",
+    )
+    if setup.price_latency:
+        env["PRICE_LATENCY_MS"] = setup.price_latency
+    if setup.mention_latency:
+        env["MENTION_LATENCY_MS"] = setup.mention_latency
+    env.update(setup.extra_env)
+    return env
+
+
+def migrated_template(workdir: Path, timeout_s: float = 180) -> Path:
+    """Migrate an empty database once; every configuration starts from a copy of it."""
+    var_dir = workdir / "template"
+    var_dir.mkdir(parents=True, exist_ok=True)
+    env = base_env(var_dir, "redis://127.0.0.1:1/0", Setup(workers=0))
+    subprocess.run(
+        [sys.executable, str(ROOT / "manage.py"), "migrate", "--noinput", "-v", "0"],
+        cwd=ROOT,
+        env=env,
+        check=True,
+        timeout=timeout_s,
+        stdin=subprocess.DEVNULL,
+    )
+    path = var_dir / "db.sqlite3"
+    with sqlite3.connect(path) as con:
+        con.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    return path
+
+
+class Deployment:
+    def __init__(self, supervisor: Supervisor, workdir: Path, setup: Setup) -> None:
+        self.sup = supervisor
+        self.workdir = workdir
+        self.setup = setup
+        self.var_dir = workdir / "var"
+        self.logs = workdir / "logs"
+        self.procs: list[subprocess.Popen[bytes]] = []
+        self.redis_url = ""
+        self.base_url = ""
+
+    @property
+    def db_path(self) -> Path:
+        return self.var_dir / "db.sqlite3"
+
+    def start(self, template_db: Path, timeout_s: float = 180) -> None:
+        deadline = time.monotonic() + timeout_s
+        self.var_dir.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(template_db, self.db_path)
+        port = free_port()
+        self.redis_url = f"redis://127.0.0.1:{port}/0"
+        self._spawn(
+            "redis",
+            [
+                redis_server_binary(),
+                "--port",
+                str(port),
+                "--bind",
+                "127.0.0.1",
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(self.var_dir),
+                "--loglevel",
+                "warning",
+            ],
+        )
+        client = redis.Redis.from_url(self.redis_url, socket_timeout=2)
+        self._wait("redis", deadline, lambda: bool(client.ping()))
+        env = base_env(self.var_dir, self.redis_url, self.setup)
+        web_port = free_port()
+        self.base_url = f"http://127.0.0.1:{web_port}"
+        self._spawn(
+            "web",
+            [
+                sys.executable,
+                "-m",
+                "gunicorn",
+                "config.wsgi:application",
+                "--bind",
+                f"127.0.0.1:{web_port}",
+                "--worker-class",
+                "gthread",
+                "--workers",
+                str(self.setup.web_workers),
+                "--threads",
+                str(self.setup.web_threads),
+                "--timeout",
+                "120",
+                "--graceful-timeout",
+                "5",
+            ],
+            env,
+        )
+        for i in range(1, self.setup.workers + 1):
+            self._spawn(
+                f"worker-w{i}",
+                [
+                    sys.executable,
+                    str(ROOT / "manage.py"),
+                    "start_worker",
+                    "--name",
+                    f"w{i}",
+                    "--queues",
+                    "io,cpu",
+                    "--concurrency",
+                    str(self.setup.concurrency),
+                    "--gpu",
+                    "off",
+                    "--loglevel",
+                    "WARNING",
+                ],
+                env,
+            )
+        self._wait("web", deadline, self._web_ready)
+        self._wait(
+            "workers", deadline, lambda: len(self.alive_workers(client)) >= self.setup.workers
+        )
+
+    def alive_workers(self, client: redis.Redis) -> list[str]:
+        entries = client.hgetall(WORKERS_KEY)
+        now = time.time()
+        return sorted(
+            name.decode()
+            for name, raw in entries.items()
+            if now - json.loads(raw).get("last_seen", 0) < 30
+        )
+
+    def stop(self) -> None:
+        for proc in reversed(self.procs):
+            self.sup.stop(proc)
+        self.procs.clear()
+
+    def _spawn(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> None:
+        proc = self.sup.start(name, argv, env=env, cwd=ROOT, log_path=self.logs / f"{name}.log")
+        self.procs.append(proc)
+
+    def _web_ready(self) -> bool:
+        try:
+            return requests.get(f"{self.base_url}/api/v1/symbols/", timeout=2).status_code == 200
+        except requests.RequestException:
+            return False
+
+    def _wait(self, what: str, deadline: float, ready: Callable[[], bool]) -> None:
+        while time.monotonic() < deadline:
+            self.sup.check_alive()
+            try:
+                if ready():
+                    return
+            except (redis.RedisError, OSError):
+                pass
+            time.sleep(0.25)
+        raise TimeoutError(f"{what} not ready in time; see the logs in {self.logs}")

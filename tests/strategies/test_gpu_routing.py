@@ -1,0 +1,63 @@
+"""TensorFlow work follows the hardware: `gpu` while a gpu worker lives, else `cpu`.
+
+A second real worker started with `--gpu on` stands in for a GPU machine. The router's
+answer is cached per process for ROUTING_CACHE_SECONDS, and the coordinator that routes
+runs inside the io worker, so the test waits that long after the gpu worker comes or goes.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from django.conf import settings
+
+from tests.conftest import start_worker_process, stop_process, wait_for_worker
+from tests.strategies._support import predict, stages_by_name
+from workers import presence
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration]
+
+
+def let_routing_caches_expire() -> None:
+    time.sleep(settings.ROUTING_CACHE_SECONDS + 0.5)
+
+
+def wait_until_no_gpu_consumer(timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while presence.consumers_of("gpu"):
+        assert time.monotonic() < deadline, "the gpu worker's heartbeat did not go away"
+        time.sleep(0.2)
+
+
+def test_tensorflow_models_go_to_a_live_gpu_worker_and_back_to_cpu(api_client, celery_worker):
+    gpu_proc = start_worker_process("gpu", "gpu", gpu="on", concurrency=1)
+    try:
+        gpu_worker = wait_for_worker("gpu@", gpu_proc, timeout=120)
+        info = next(w for w in presence.alive_workers() if w["hostname"] == gpu_worker)
+        assert info["queues"] == ["gpu"] and info["gpu"] is True
+        let_routing_caches_expire()
+
+        stages = stages_by_name(predict(api_client, symbol="IBM", strategy="chord"))
+        assert (stages["model:lstm"]["queue"], stages["model:lstm"]["worker"]) == (
+            "gpu",
+            gpu_worker,
+        )
+        assert (stages["model:ridge"]["queue"], stages["model:ridge"]["worker"]) == (
+            "cpu",
+            celery_worker,
+        )
+
+        # The centralized baseline runs all of its stages where TensorFlow runs best.
+        stages = stages_by_name(predict(api_client, symbol="IBM", strategy="centralized"))
+        assert {(s["queue"], s["worker"]) for s in stages.values()} == {("gpu", gpu_worker)}
+    finally:
+        stop_process(gpu_proc)
+
+    wait_until_no_gpu_consumer()
+    let_routing_caches_expire()
+    stages = stages_by_name(predict(api_client, symbol="IBM", strategy="chord"))
+    assert (stages["model:lstm"]["queue"], stages["model:lstm"]["worker"]) == (
+        "cpu",
+        celery_worker,
+    )

@@ -1,0 +1,95 @@
+"""Prometheus /metrics: exact totals from every process's events, gauges read at scrape."""
+
+from __future__ import annotations
+
+import datetime as dt
+import uuid
+from types import SimpleNamespace
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+from predictions import progress
+from predictions.event_metrics import METRICS_KEY
+from predictions.redis_client import get_redis
+
+pytestmark = pytest.mark.django_db
+
+
+def scrape(client, **headers) -> dict[tuple[str, tuple], float]:
+    response = client.get("/metrics", **headers)
+    assert response.status_code == 200, response.content
+    assert response["Content-Type"].startswith("text/plain")
+    samples = {}
+    for family in text_string_to_metric_families(response.content.decode()):
+        for sample in family.samples:
+            samples[(sample.name, tuple(sorted(sample.labels.items())))] = sample.value
+    return samples
+
+
+def fake_request(created_seconds_ago: float) -> SimpleNamespace:
+    created = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=created_seconds_ago)
+    return SimpleNamespace(id=uuid.uuid4(), symbol="AAPL", horizon=5, strategy="chord",
+                           cache_hit=False, created_at=created)  # fmt: skip
+
+
+def stage(name: str, queue: str, ms: float, outcome: str = "ok") -> dict:
+    return {"stage": name, "started_at": 0.0, "finished_at": ms / 1000, "duration_ms": ms,
+            "worker": f"{queue}@h", "queue": queue, "pid": 1, "outcome": outcome}  # fmt: skip
+
+
+def test_it_exposes_latency_stage_durations_cache_and_errors(client):
+    get_redis().delete(METRICS_KEY)
+    slow = fake_request(created_seconds_ago=3.0)
+    progress.publish_request("submitted", slow, use_cache=True)
+    progress.record_stage(str(slow.id), stage("model:ridge", "cpu", 150.0))
+    progress.record_stage(str(slow.id), stage("model:ridge", "cpu", 40.0))
+    progress.record_stage(str(slow.id), stage("sentiment", "io", 8.0, outcome="error"))
+    progress.publish_request("done", slow)
+    progress.publish_request("cached", fake_request(0.0))
+    progress.publish_request("failed", fake_request(400.0), error="deadline")
+
+    m = scrape(client)
+    ridge = (("queue", "cpu"), ("stage", "model:ridge"))
+    assert m[("stockserve_stage_duration_seconds_count", ridge)] == 2
+    assert m[("stockserve_stage_duration_seconds_bucket", (("le", "0.05"), *ridge))] == 1
+    assert m[("stockserve_stage_duration_seconds_bucket", (("le", "0.25"), *ridge))] == 2
+    assert m[("stockserve_stage_duration_seconds_sum", ridge)] == pytest.approx(0.19)
+    sentiment = (("queue", "io"), ("stage", "sentiment"))
+    assert m[("stockserve_stage_errors_total", sentiment)] == 1
+    latency = "stockserve_prediction_latency_seconds_bucket"
+    assert m[(latency, (("le", "2"), ("outcome", "done")))] == 0
+    assert m[(latency, (("le", "5"), ("outcome", "done")))] == 1
+    assert m[(latency, (("le", "+Inf"), ("outcome", "failed")))] == 1
+    assert m[("stockserve_cache_lookups_total", (("result", "hit"),))] == 1
+    assert m[("stockserve_cache_lookups_total", (("result", "miss"),))] == 1
+    for event, count in (("submitted", 1), ("cached", 1), ("done", 1), ("failed", 1)):
+        assert m[("stockserve_predictions_total", (("event", event),))] == count
+    assert m[("stockserve_prediction_errors_total", ())] == 1
+
+
+def test_queue_depths_count_every_priority_list(client):
+    redis = get_redis()
+    redis.rpush("gpu", b"x", b"y")
+    redis.rpush("gpu\x06\x163", b"z")
+    try:
+        m = scrape(client)
+    finally:
+        redis.delete("gpu", "gpu\x06\x163")
+    assert m[("stockserve_queue_depth", (("queue", "gpu"),))] == 3
+    assert ("stockserve_workers_online", ()) in m
+
+
+def test_a_metrics_token_is_required_when_configured(client, settings):
+    settings.METRICS_TOKEN = "s3cret"
+    refused = client.get("/metrics")
+    assert refused.status_code == 401
+    assert "Bearer" in refused.json()["error"]
+    assert client.get("/metrics", HTTP_AUTHORIZATION="Bearer wrong").status_code == 401
+    scrape(client, HTTP_AUTHORIZATION="Bearer s3cret")
+
+
+def test_only_get_is_answered(client):
+    response = client.post("/metrics")
+    assert response.status_code == 405
+    assert response.json()["status"] == 405

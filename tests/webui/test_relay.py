@@ -1,0 +1,114 @@
+"""The relay: real Redis events in, one batched message per group per tick out."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+import pytest
+import redis.asyncio as aioredis
+from asgiref.sync import sync_to_async
+from channels.layers import get_channel_layer
+from channels.testing import WebsocketCommunicator
+from django.conf import settings
+from django.core.management import CommandError, call_command
+
+from config.asgi import application
+from predictions import progress
+from predictions.models import PredictionRequest
+from predictions.redis_client import get_redis
+from tests.webui.support import make_user, run_async, session_for, ws_headers
+from webui.events.groups import SNAPSHOT_KEY
+from webui.events.relay import Relay
+
+pytestmark = pytest.mark.django_db(transaction=True)
+STAGES = ["prices", "model:naive", "model:ridge", "model:lstm", "sentiment", "combine"]
+
+
+def publish_a_whole_request(request: PredictionRequest) -> None:
+    """What the web process and the workers publish for one prediction: 8 events."""
+    progress.publish_request("submitted", request, use_cache=True)
+    start = time.time()
+    for i, stage in enumerate(STAGES):
+        queue = "io" if stage in ("prices", "sentiment") else "cpu"
+        began = start + i * 0.01
+        progress.record_stage(
+            str(request.id),
+            {"stage": stage, "started_at": began, "finished_at": began + 0.005,
+             "duration_ms": 5.0, "worker": f"{queue}@host", "queue": queue, "pid": 1,
+             "outcome": "ok"},
+        )  # fmt: skip
+    progress.publish_request("done", request)
+
+
+async def wait_for(condition, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, "condition not reached"
+        await asyncio.sleep(0.02)
+
+
+def test_a_burst_of_events_reaches_each_group_as_one_batch():
+    key = session_for(make_user("ops", staff=True))
+    request = PredictionRequest.objects.create(symbol="IBM", horizon=3)
+    get_redis().delete(SNAPSHOT_KEY)
+
+    async def scenario() -> None:
+        dashboard = WebsocketCommunicator(application, "/ws/dashboard/", headers=ws_headers(key))
+        assert (await dashboard.connect(timeout=5))[0]
+        assert (await dashboard.receive_json_from(timeout=5))["type"] == "snapshot"
+        follower = WebsocketCommunicator(
+            application, f"/ws/predictions/{request.id}/", headers=ws_headers()
+        )
+        assert (await follower.connect(timeout=5))[0]
+        assert (await follower.receive_json_from(timeout=5))["request"]["status"] == "queued"
+
+        # A tick that never comes by itself: this test flushes by hand, deterministically.
+        relay = Relay(get_channel_layer(), settings.REDIS_URL, tick=3600)
+        stop = asyncio.Event()
+        task = asyncio.create_task(relay.run(stop))
+        redis = aioredis.from_url(settings.REDIS_URL)
+        try:
+            await asyncio.wait_for(relay.ready.wait(), 10)
+            await sync_to_async(publish_a_whole_request)(request)
+            await wait_for(lambda: relay.window.total_events >= 8)
+            await relay.flush(redis)
+
+            batch = await dashboard.receive_json_from(timeout=5)
+            assert batch["type"] == "batch" and batch["events"] == 8
+            (entry,) = batch["requests"]
+            assert entry["id"] == str(request.id) and entry["symbol"] == "IBM"
+            assert entry["status"] == "done" and entry["cache_hit"] is False
+            assert [s["stage"] for s in entry["stages"]] == STAGES
+            assert {s["worker"] for s in entry["stages"]} == {"io@host", "cpu@host"}
+            assert batch["stats"]["1m"]["completed"] == 1
+            assert set(batch["queues"]) == {"io", "cpu", "gpu"}
+
+            update = await follower.receive_json_from(timeout=5)
+            assert update["request"]["status"] == "done"
+            assert len(update["request"]["stages"]) == 6
+            # One message per group for the whole burst, nothing more.
+            assert await dashboard.receive_nothing(timeout=0.3)
+            assert await follower.receive_nothing(timeout=0.1)
+
+            # A dashboard opened later starts from the relay's snapshot.
+            late = WebsocketCommunicator(application, "/ws/dashboard/", headers=ws_headers(key))
+            assert (await late.connect(timeout=5))[0]
+            snapshot = await late.receive_json_from(timeout=5)
+            assert [r["id"] for r in snapshot["requests"]] == [str(request.id)]
+            await late.disconnect()
+        finally:
+            stop.set()
+            await task
+            await redis.aclose()
+            await dashboard.disconnect()
+            await follower.disconnect()
+
+    run_async(scenario)
+
+
+def test_the_command_refuses_a_tick_slower_than_a_second():
+    with pytest.raises(CommandError, match="--tick"):
+        call_command("relay_events", tick=5.0)
+    with pytest.raises(CommandError, match="--window"):
+        call_command("relay_events", window=1)

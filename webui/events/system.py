@@ -1,0 +1,44 @@
+"""What the relay and `/metrics` read about the system: queue depths and live workers."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from kombu.transport.redis import PRIORITY_STEPS, Channel
+
+from predictions.redis_client import get_redis
+from workers import presence
+from workers.routing import QUEUES
+
+
+def _priority_keys(queue: str) -> list[str]:
+    """Celery's Redis transport keeps one list per priority step: `cpu`, `cpu\\x06\\x163`…"""
+    return [queue if step == 0 else f"{queue}{Channel.sep}{step}" for step in PRIORITY_STEPS]
+
+
+def queue_depths() -> dict[str, int]:
+    """Messages waiting in each pipeline queue (not counting those a worker has reserved)."""
+    pipe = get_redis().pipeline(transaction=False)
+    for queue in QUEUES:
+        for key in _priority_keys(queue):
+            pipe.llen(key)
+    lengths = iter(pipe.execute())
+    return {queue: sum(next(lengths) for _ in PRIORITY_STEPS) for queue in QUEUES}
+
+
+def workers_online() -> list[dict[str, Any]]:
+    """Live workers as the dashboard shows them."""
+    now = time.time()
+    return [
+        {
+            "hostname": w["hostname"],
+            "queues": w.get("queues", []),
+            "concurrency": w.get("concurrency"),
+            "gpu": bool(w.get("gpu")),
+            "tasks_done": w.get("tasks_done", 0),
+            "last_seen": w.get("last_seen"),
+            "seen_ago_s": round(now - w.get("last_seen", now), 1),
+        }
+        for w in presence.alive_workers()
+    ]

@@ -1,0 +1,145 @@
+"""Prometheus `/metrics`: event counters from Redis, queue depths and workers read live.
+
+Why a custom collector instead of prometheus-client's own metric objects: the numbers are
+produced in many processes (gunicorn workers, Celery pool children, the beat sweeper) on
+possibly many machines. Each publisher adds to one Redis hash in the same round trip as its
+event (`predictions.event_metrics`), so any web process answers a scrape with the totals,
+with no multiprocess directory to manage. Gauges are read at scrape time.
+"""
+
+from __future__ import annotations
+
+import hmac
+from collections.abc import Iterator
+
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+    Metric,
+)
+from prometheus_client.registry import Collector
+
+from predictions import event_metrics
+from predictions.redis_client import get_redis
+from webui.events import system
+
+
+class StockserveCollector(Collector):
+    def collect(self) -> Iterator[Metric]:
+        snap = event_metrics.parse(get_redis().hgetall(event_metrics.METRICS_KEY))
+        yield from self._latency(snap)
+        yield from self._stages(snap)
+        yield from self._counters(snap)
+        yield from self._system()
+
+    @staticmethod
+    def _latency(snap: event_metrics.Snapshot) -> Iterator[Metric]:
+        family = HistogramMetricFamily(
+            "stockserve_prediction_latency_seconds",
+            "Submit to final state of a prediction; outcome cached = answered from the cache.",
+            labels=["outcome"],
+        )
+        for outcome, hist in sorted(snap.latency.items()):
+            family.add_metric([outcome], list(hist.cumulative()), hist.total)
+        yield family
+
+    @staticmethod
+    def _stages(snap: event_metrics.Snapshot) -> Iterator[Metric]:
+        family = HistogramMetricFamily(
+            "stockserve_stage_duration_seconds",
+            "Duration of one pipeline stage on a worker, by stage and queue.",
+            labels=["stage", "queue"],
+        )
+        for (stage, queue), hist in sorted(snap.stages.items()):
+            family.add_metric([stage, queue], list(hist.cumulative()), hist.total)
+        yield family
+        errors = CounterMetricFamily(
+            "stockserve_stage_errors",
+            "Stages that reported an error (the prediction may still succeed without them).",
+            labels=["stage", "queue"],
+        )
+        for (stage, queue), count in sorted(snap.stage_errors.items()):
+            errors.add_metric([stage, queue], count)
+        yield errors
+
+    @staticmethod
+    def _counters(snap: event_metrics.Snapshot) -> Iterator[Metric]:
+        requests = CounterMetricFamily(
+            "stockserve_predictions",
+            "Prediction requests by event: submitted (to the pipeline), cached, done, failed.",
+            labels=["event"],
+        )
+        for event in ("submitted", "cached", "done", "failed"):
+            requests.add_metric([event], snap.requests.get(event, 0))
+        yield requests
+        cache = CounterMetricFamily(
+            "stockserve_cache_lookups", "Result cache lookups by result.", labels=["result"]
+        )
+        for result in ("hit", "miss"):
+            cache.add_metric([result], snap.cache.get(result, 0))
+        yield cache
+        yield CounterMetricFamily(
+            "stockserve_prediction_errors",
+            "Predictions that ended failed (deadline passed, no price data, a bug).",
+            value=snap.requests.get("failed", 0),
+        )
+
+    @staticmethod
+    def _system() -> Iterator[Metric]:
+        depth = GaugeMetricFamily(
+            "stockserve_queue_depth", "Messages waiting in a Celery queue.", labels=["queue"]
+        )
+        for queue, count in system.queue_depths().items():
+            depth.add_metric([queue], count)
+        yield depth
+        workers = system.workers_online()
+        yield GaugeMetricFamily(
+            "stockserve_workers_online", "Workers with a fresh heartbeat.", value=len(workers)
+        )
+        tasks = CounterMetricFamily(
+            "stockserve_worker_tasks", "Tasks finished per live worker.", labels=["worker"]
+        )
+        for worker in workers:
+            tasks.add_metric([worker["hostname"]], worker["tasks_done"])
+        yield tasks
+
+
+REGISTRY = CollectorRegistry(auto_describe=False)
+REGISTRY.register(StockserveCollector())
+
+
+def _authorized(request: HttpRequest) -> bool:
+    token = settings.METRICS_TOKEN
+    if not token:
+        return True
+    given = request.headers.get("Authorization", "")
+    return hmac.compare_digest(given.encode(), f"Bearer {token}".encode())
+
+
+@csrf_exempt  # no state changes; a POST gets a JSON 405, not Django's HTML CSRF page
+def metrics_view(request: HttpRequest) -> HttpResponse:
+    if request.method not in ("GET", "HEAD"):
+        response = JsonResponse(
+            {"error": "/metrics only answers GET (a Prometheus scrape).", "status": 405},
+            status=405,
+        )
+        response["Allow"] = "GET, HEAD"
+        return response
+    if not _authorized(request):
+        return JsonResponse(
+            {"error": "Send the metrics token as 'Authorization: Bearer <token>'.", "status": 401},
+            status=401,
+        )
+    try:
+        body = generate_latest(REGISTRY)
+    except Exception as exc:
+        return JsonResponse(
+            {"error": f"Metrics are unavailable: {exc.__class__.__name__}.", "status": 503},
+            status=503,
+        )
+    return HttpResponse(body, content_type=CONTENT_TYPE_LATEST)
