@@ -127,8 +127,12 @@ function renderResult(p) {
     cell(row, fmt(m.weight), "num");
     cell(row, m.metrics ? fmt(m.metrics.mae) : "–", "num");
     cell(row, m.metrics ? fmt(m.metrics.mase) : "–", "num");
+    const reg = m.registry;
+    cell(row, reg ? `gen ${reg.generation}, ${reg.mode} (${fmt((m.fit_seconds || 0) * 1000, 0)} ms)` : "–");
     cell(row, [m.worker, m.queue].filter(Boolean).join(" / "));
-    cell(row, m.ok ? "ok" : m.error, m.ok ? "ok" : "bad");
+    if (!m.ok) cell(row, m.error, "bad");
+    else if (m.excluded) cell(row, `no weight: ${m.excluded}`, "muted");
+    else cell(row, "ok", "ok");
   }
 
   const s = r.sentiment;
