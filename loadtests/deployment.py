@@ -22,7 +22,7 @@ from pathlib import Path
 import redis
 import requests
 
-from config.embedded_redis import free_port, redis_server_binary
+from config.embedded_redis import free_port, redis_server_argv
 from loadtests.procs import Supervisor
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -115,24 +115,7 @@ class Deployment:
         shutil.copyfile(template_db, self.db_path)
         port = free_port()
         self.redis_url = f"redis://127.0.0.1:{port}/0"
-        self._spawn(
-            "redis",
-            [
-                redis_server_binary(),
-                "--port",
-                str(port),
-                "--bind",
-                "127.0.0.1",
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--dir",
-                str(self.var_dir),
-                "--loglevel",
-                "warning",
-            ],
-        )
+        self._spawn("redis", redis_server_argv(port, str(self.var_dir)))
         client = redis.Redis.from_url(self.redis_url, socket_timeout=2)
         self._wait("redis", deadline, lambda: bool(client.ping()))
         env = base_env(self.var_dir, self.redis_url, self.setup)

