@@ -48,13 +48,15 @@ def stop_heartbeat(**kwargs: Any) -> None:
 
 
 @worker_process_init.connect
-def warm_up_models(**kwargs: Any) -> None:
+def prepare_pool_process(**kwargs: Any) -> None:
     if os.environ.get("WORKER_WARM_TF") != "1":
         return
     from django.conf import settings
 
-    from predictions.forecasting.registry import warm_up_models
+    from predictions.forecasting.registry import get_model_class, warm_up_models
 
+    for name in settings.PREDICTION_MODELS:
+        get_model_class(name)  # import statsmodels & co. now, not on the first request
     seconds = warm_up_models(
         settings.PREDICTION_MODELS, intra_op_threads=settings.WORKER_TF_THREADS or None
     )
