@@ -31,6 +31,21 @@ class PredictionQuerySet(models.QuerySet["PredictionRequest"]):
     def active(self) -> PredictionQuerySet:
         return self.filter(status__in=ACTIVE)
 
+    def leader_for(self, symbol: str, horizon: int, strategy: str) -> PredictionRequest | None:
+        """An identical request still in flight that a new one may join."""
+        return (
+            self.active()
+            .filter(
+                symbol=symbol,
+                horizon=horizon,
+                strategy=strategy,
+                answered_by__isnull=True,
+                deadline__gt=timezone.now(),
+            )
+            .order_by("-created_at")
+            .first()
+        )
+
     def stale(self) -> PredictionQuerySet:
         """Requests that should have finished by now: a worker died or a task was lost."""
         return self.active().filter(deadline__lt=timezone.now())
@@ -130,6 +145,8 @@ class PredictionRequest(models.Model):
         updated = PredictionRequest.objects.filter(id=self.id, status__in=ACTIVE).update(
             status=Status.DONE, result=result, finished_at=timezone.now(), error=""
         )
+        if updated:
+            self.settle_followers(Status.DONE)
         return bool(updated)
 
     def mark_failed(self, reason: str) -> bool:
@@ -138,7 +155,22 @@ class PredictionRequest(models.Model):
         )
         if updated:
             progress.publish_request("failed", self, error=reason[:300])
+            self.settle_followers(Status.FAILED, reason)
         return bool(updated)
+
+    def settle_followers(self, status: str, reason: str = "") -> None:
+        """Requests that joined this one while it ran (same question) end with it."""
+        followers = list(PredictionRequest.objects.filter(answered_by=self, status__in=ACTIVE))
+        if not followers:
+            return
+        PredictionRequest.objects.filter(
+            id__in=[f.id for f in followers], status__in=ACTIVE
+        ).update(status=status, error=reason, finished_at=timezone.now())
+        for follower in followers:
+            if status == Status.DONE:
+                progress.publish_request("done", follower)
+            else:
+                progress.publish_request("failed", follower, error=reason[:300])
 
     def fail_if_stale(self) -> None:
         """Called when a client reads the request, so staleness shows even without the sweeper."""

@@ -20,6 +20,31 @@ class SymbolNotServed(LookupError):
 class Submission:
     request: PredictionRequest
     cached: bool
+    joined: bool = False  # answered by an identical request already running: nothing to dispatch
+
+
+def join(leader: PredictionRequest, owner: AbstractBaseUser | None) -> PredictionRequest:
+    """Follow an identical request in flight instead of running the pipeline twice.
+
+    The leader settles its followers when it finishes; a follower created just after that
+    sees the leader final on the re-read below and settles itself.
+    """
+    follower = PredictionRequest.objects.create(
+        symbol=leader.symbol,
+        horizon=leader.horizon,
+        strategy=leader.strategy,
+        user=owner,
+        status=leader.status,
+        started_at=leader.started_at,
+        deadline=leader.deadline,
+        answered_by=leader,
+    )
+    progress.publish_request("submitted", follower, joined=str(leader.id))
+    leader.refresh_from_db(fields=["status", "error"])
+    if leader.is_final:
+        leader.settle_followers(leader.status, leader.error)
+        follower.refresh_from_db()
+    return follower
 
 
 def submit(
@@ -57,6 +82,10 @@ def submit(
     servable, reason = price_chain().could_serve(symbol)
     if not servable:
         raise SymbolNotServed(reason)
+    if use_cache:
+        leader = PredictionRequest.objects.leader_for(symbol, horizon, strategy)
+        if leader is not None:
+            return Submission(join(leader, owner), cached=False, joined=True)
     request = PredictionRequest.objects.create(
         symbol=symbol, horizon=horizon, strategy=strategy, user=owner, warm_start=warm_start
     )

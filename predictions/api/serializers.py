@@ -77,7 +77,7 @@ class PredictionSummarySerializer(serializers.ModelSerializer):
         fields = [
             "id", "symbol", "horizon", "strategy", "status", "cache_hit", "created_at",
             "started_at", "finished_at", "latency_ms", "data_source", "last_bar_date", "error",
-            "links",
+            "answered_by", "links",
         ]  # fmt: skip
         read_only_fields = fields
 
@@ -99,4 +99,5 @@ class PredictionDetailSerializer(PredictionSummarySerializer):
         result = obj.full_result
         if result and "stages" in result:
             return result["stages"]
-        return progress.stages(str(obj.id))
+        # A request that joined an identical one in flight shows the leader's stages.
+        return progress.stages(str(obj.answered_by_id or obj.id))

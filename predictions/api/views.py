@@ -67,10 +67,11 @@ class PredictionListCreate(generics.ListAPIView):
         except SymbolNotServed as exc:
             raise NotFoundError(str(exc)) from exc
         context = {"request": request}
-        if submission.cached:
+        if submission.cached or submission.request.is_final:
             body = PredictionDetailSerializer(submission.request, context=context).data
             return Response(body, status=status.HTTP_200_OK)
-        transaction.on_commit(lambda: pipeline.dispatch(submission.request))
+        if not submission.joined:
+            transaction.on_commit(lambda: pipeline.dispatch(submission.request))
         body = PredictionSummarySerializer(submission.request, context=context).data
         return Response(
             body, status=status.HTTP_202_ACCEPTED, headers={"Location": body["links"]["self"]}

@@ -106,3 +106,48 @@ def test_models_that_need_more_history_fail_clearly_and_the_rest_predict(
         assert models[name]["weight"] == 0.0
         assert "needs at least" in models[name]["error"]
     assert len(prediction["result"]["combined"]["forecast"]) == 3
+
+
+def test_an_identical_request_in_flight_is_joined_not_run_twice(api_client, celery_worker):
+    first = api_client.post(URL, {"symbol": "IBM", "horizon": 6}, format="json").json()
+    second = api_client.post(URL, {"symbol": "ibm", "horizon": 6}, format="json")
+    assert second.status_code in (200, 202)
+    joined = second.json()
+    assert joined["answered_by"] == first["id"]
+
+    leader = api_client.get(f"{URL}{first['id']}/?wait=60").json()
+    follower = api_client.get(f"{URL}{joined['id']}/?wait=60").json()
+    assert leader["status"] == follower["status"] == "done"
+    assert follower["result"] == leader["result"]
+    assert follower["stages"] == leader["stages"]  # one pipeline ran, for both
+    assert follower["cache_hit"] is False
+
+    # a different question (another horizon) is not joined
+    other = api_client.post(URL, {"symbol": "IBM", "horizon": 7}, format="json").json()
+    assert other["answered_by"] is None
+
+
+def test_followers_fail_with_their_leader():
+    from predictions.models import PredictionRequest
+    from predictions.submission import join
+
+    leader = PredictionRequest.objects.create(symbol="AAPL", horizon=5, status="running")
+    follower = join(leader, None)
+    assert follower.status == "running"
+
+    leader.mark_failed("Price data unavailable: test")
+    follower.refresh_from_db()
+    assert follower.status == "failed"
+    assert follower.error == "Price data unavailable: test"
+
+
+def test_a_follower_of_a_leader_that_just_finished_settles_itself():
+    from predictions.models import PredictionRequest
+    from predictions.submission import join
+
+    leader = PredictionRequest.objects.create(symbol="AAPL", horizon=5, status="running")
+    stale_view = PredictionRequest.objects.get(id=leader.id)
+    leader.mark_done({"request_id": str(leader.id), "stages": []})
+    follower = join(stale_view, None)  # the leader finished between lookup and join
+    assert follower.status == "done"
+    assert follower.full_result == {"request_id": str(leader.id), "stages": []}
