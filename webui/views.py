@@ -8,13 +8,14 @@ from django.shortcuts import render
 from django.views.decorators.csrf import ensure_csrf_cookie
 
 from predictions.forecasting.base import MAX_HORIZON
-from predictions.prices.sample import SampleProvider
+from predictions.prices.sample import SAMPLE_SYMBOLS
 
 
 @ensure_csrf_cookie
 def index(request: HttpRequest) -> HttpResponse:
     context = {
-        "offline_symbols": [s["symbol"] for s in SampleProvider().symbols()],
+        # Names only: describing them (SampleProvider.symbols) loads every series.
+        "offline_symbols": SAMPLE_SYMBOLS,
         "max_horizon": MAX_HORIZON,
         "providers": ", ".join(settings.PRICE_PROVIDERS),
         "models": settings.PREDICTION_MODELS,
