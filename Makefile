@@ -1,50 +1,88 @@
 # Two commands matter: `make run` (the whole stack) and `make test` (every test).
+# `make help` lists the others.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-stamp
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+APT_INSTALL := $(SUDO) apt-get install -y -q --no-install-recommends
 
-.PHONY: run test setup browser lint check migrations-check token clean bench-models experiment bench-overhead bench-events test-hosts lint-playbooks
+.PHONY: help run test test-fast setup check lint format types imports generate migrations-check \
+	lint-playbooks browser test-hosts wrk token clean \
+	bench-api bench-models bench-overhead bench-events evaluate experiment soak
 
-$(STAMP): requirements.txt requirements-dev.txt
+help:  ## this list
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
+
+$(STAMP): requirements.txt requirements-dev.txt clients/python/pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet -r requirements-dev.txt
 	touch $(STAMP)
 
-setup: $(STAMP)  ## virtualenv with the pinned requirements
+setup: $(STAMP)  ## the virtualenv with the pinned requirements
 
-browser:  ## Debian's Chromium for the browser tests (Playwright drives it; no browser download)
-	@command -v chromium >/dev/null 2>&1 || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q --no-install-recommends chromium; }
+run: setup  ## start Redis (unless REDIS_URL is set), web, workers, beat; Ctrl-C stops all
+	$(PY) -m devstack
 
-run: setup  ## start Redis (if REDIS_URL is unset), web, workers and beat; Ctrl-C stops all
-	$(PY) -m config.stack
+test: setup browser test-hosts check  ## every test: real Redis, Celery workers, database, Chromium, SSH hosts
+	$(PY) -m pytest
 
-lint: setup
+test-fast: setup  ## the tests without a browser, worker processes or test hosts (under 2 minutes)
+	$(PY) -m pytest -m "not browser and not integration" \
+		--ignore=tests/provisioning/test_provisioning_on_test_hosts.py
+
+check: lint types imports migrations-check lint-playbooks  ## every static check test runs first
+	$(PY) -m devstack.render --check
+
+lint: setup  ## ruff: lint rules and formatting
 	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
+
+format: setup  ## apply ruff's formatting and fixes
+	$(PY) -m ruff format .
+	$(PY) -m ruff check --fix .
+
+types: setup  ## mypy with the Django and DRF plugins (strict on predictions/forecasting)
+	$(PY) -m mypy
+
+imports: setup  ## import-linter: the layers and rules of docs/architecture.md
+	$(VENV)/bin/lint-imports
+
+generate: setup  ## rewrite docker-compose.yml, the Dockerfile and the playbooks' commands from devstack/processes.py
+	$(PY) -m devstack.render
 
 migrations-check: setup
 	$(PY) manage.py makemigrations --check --dry-run
 
-test-hosts:  ## Debian's openssh-server: the provisioning test runs an sshd in each of its test hosts
-	@[ -x /usr/sbin/sshd ] || { $(SUDO) apt-get update -q && $(SUDO) apt-get install -y -q --no-install-recommends openssh-server; }
-
-PLAYBOOKS := site.yml add_worker.yml remove_worker.yml status.yml
-lint-playbooks: setup  ## ansible-lint (production profile, offline) and --syntax-check of the playbooks
+PLAYBOOKS := site.yml add_worker.yml remove_worker.yml status.yml scheduler.yml
+lint-playbooks: setup  ## ansible-lint (production profile, offline) and --syntax-check
 	cd playbooks && PATH="$(abspath $(VENV))/bin:$$PATH" ansible-lint --offline
 	cd playbooks && PATH="$(abspath $(VENV))/bin:$$PATH" ansible-playbook --syntax-check $(PLAYBOOKS)
 
-check: lint migrations-check lint-playbooks
+browser:  ## Debian's Chromium for the browser tests (Playwright drives it; no browser download)
+	@command -v chromium >/dev/null 2>&1 || { $(SUDO) apt-get update -q && $(APT_INSTALL) chromium; }
 
-test: setup browser test-hosts check  ## every test, against a real Redis, Celery worker, database and browser
-	$(PY) -m pytest
+test-hosts:  ## Debian's openssh-server: the provisioning test runs an sshd in each test host
+	@[ -x /usr/sbin/sshd ] || { $(SUDO) apt-get update -q && $(APT_INSTALL) openssh-server; }
 
-# The short default run (< 10 min); longer ones: make experiment EXPERIMENT_ARGS="--users 10 --duration 60"
-EXPERIMENT_ARGS ?= --strategies centralized,chord,cascade --workers 1,2,6 --users 1 --think 0,0 \
-	--duration 20 --drain 30 --warmup 1 --symbols AAPL,MSFT --max-minutes 9
-experiment: setup  ## compare strategies and worker counts under load; report in loadtests/reports/
-	$(PY) -m loadtests.experiment $(EXPERIMENT_ARGS)
+wrk:  ## Debian's wrk, for make bench-api
+	@command -v wrk >/dev/null 2>&1 || { $(SUDO) apt-get update -q && $(APT_INSTALL) wrk; }
+
+token: setup  ## make token USER=alice: an API token for that user
+	$(PY) manage.py create_api_token $(USER)
+
+bench-api: setup wrk  ## the serving hot path against a bare Django view and a bare Celery chord
+	$(PY) -m loadtests.bench_api $(BENCH_API_ARGS)
+
+soak: setup  ## 30 minutes of mixed load; each process's memory at the start and the end (goal: < 10 % growth)
+	$(PY) -m loadtests.soak $(SOAK_ARGS)
+
+bench-models: setup  ## every model on every offline symbol: train, warm start, predict, memory, skill
+	$(PY) -m benchmarks.models $(BENCH_MODELS_ARGS)
+
+evaluate: setup  ## nested walk-forward evaluation: out-of-sample skill, interval coverage, unsure (docs/evaluation.md)
+	$(PY) -m benchmarks.evaluate $(EVALUATE_ARGS)
 
 bench-overhead: setup  ## orchestration cost per request: no-op chord vs direct calls vs bare Celery chord
 	$(PY) -m loadtests.bench_overhead $(BENCH_ARGS)
@@ -52,11 +90,11 @@ bench-overhead: setup  ## orchestration cost per request: no-op chord vs direct 
 bench-events: setup browser  ## live-event cost per task and events/s a connected dashboard keeps up with
 	$(PY) -m loadtests.bench_events $(BENCH_EVENTS_ARGS)
 
-bench-models: setup  ## every model on every offline symbol: train, warm start, predict, memory, skill
-	$(PY) -m benchmarks.models $(BENCH_MODELS_ARGS)
+# The short default run (< 10 min); longer ones: make experiment EXPERIMENT_ARGS="--users 10 --duration 60"
+EXPERIMENT_ARGS ?= --strategies centralized,chord,cascade --workers 1,2,6 --users 1 --think 0,0 \
+	--duration 20 --drain 30 --warmup 1 --symbols AAPL,MSFT --max-minutes 9
+experiment: setup  ## compare strategies and worker counts under load; report in loadtests/reports/
+	$(PY) -m loadtests.experiment $(EXPERIMENT_ARGS)
 
-token: setup  ## make token USER=alice: an API token for that user
-	$(PY) manage.py create_api_token $(USER)
-
-clean:
-	rm -rf var/test-db.sqlite3* .pytest_cache
+clean:  ## remove test databases and caches
+	rm -rf var/test-db*.sqlite3* .pytest_cache .mypy_cache

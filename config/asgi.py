@@ -2,7 +2,7 @@
 
 `make run` serves this with uvicorn next to gunicorn, which keeps the HTTP API on WSGI
 workers (Django's ASGI handler measured ~8x slower here). Run with `--lifespan off`:
-ProtocolTypeRouter has no lifespan handler (PITFALLS #12).
+ProtocolTypeRouter has no lifespan handler (docs/architecture.md, rule 12).
 """
 
 from __future__ import annotations

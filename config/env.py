@@ -7,6 +7,7 @@ a wrong value fails loudly at start-up instead of misbehaving later.
 from __future__ import annotations
 
 import os
+from typing import TypeVar
 
 
 class ImproperlyConfiguredEnv(ValueError):
@@ -34,30 +35,28 @@ def env_bool(name: str, default: bool) -> bool:
     raise ImproperlyConfiguredEnv(f"{name} must be true or false, got {raw!r}")
 
 
-def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
+N = TypeVar("N", int, float)
+
+
+def _number(name: str, default: N, minimum: N | None, parse: type[N], kind: str) -> N:
     raw = os.environ.get(name)
     if raw is None or raw == "":
         return default
     try:
-        value = int(raw)
+        value = parse(raw)
     except ValueError as exc:
-        raise ImproperlyConfiguredEnv(f"{name} must be an integer, got {raw!r}") from exc
+        raise ImproperlyConfiguredEnv(f"{name} must be {kind}, got {raw!r}") from exc
     if minimum is not None and value < minimum:
         raise ImproperlyConfiguredEnv(f"{name} must be at least {minimum}, got {value}")
     return value
+
+
+def env_int(name: str, default: int, *, minimum: int | None = None) -> int:
+    return _number(name, default, minimum, int, "an integer")
 
 
 def env_float(name: str, default: float, *, minimum: float | None = None) -> float:
-    raw = os.environ.get(name)
-    if raw is None or raw == "":
-        return default
-    try:
-        value = float(raw)
-    except ValueError as exc:
-        raise ImproperlyConfiguredEnv(f"{name} must be a number, got {raw!r}") from exc
-    if minimum is not None and value < minimum:
-        raise ImproperlyConfiguredEnv(f"{name} must be at least {minimum}, got {value}")
-    return value
+    return _number(name, default, minimum, float, "a number")
 
 
 def env_list(name: str, default: list[str]) -> list[str]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import secrets
 from importlib.util import find_spec
 from pathlib import Path
@@ -17,27 +18,39 @@ from config.env import (
     env_list,
     env_str,
 )
-from predictions.strategies import STRATEGIES
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("VAR_DIR", str(BASE_DIR / "var")))
-VAR_DIR.mkdir(parents=True, exist_ok=True)
+VAR_DIR.mkdir(parents=True, exist_ok=True, mode=0o700)  # the database, secrets: owner only
 
 
-def _secret_key() -> str:
-    """SECRET_KEY from the environment, else one generated once and kept in var/."""
-    key = env_str("SECRET_KEY")
-    if key:
-        return key
-    path = VAR_DIR / "secret_key"
+def _secret(name: str, length: int = 50) -> str:
+    """NAME (or NAME_FILE) from the environment, else a value generated once into var/,
+    created readable by its owner only."""
+    value = env_str(name)
+    if value:
+        return value
+    path = VAR_DIR / name.lower()
     if not path.exists():
-        path.write_text(secrets.token_urlsafe(50), encoding="utf-8")
-        path.chmod(0o600)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as file:
+            file.write(secrets.token_urlsafe(length))
     return path.read_text(encoding="utf-8").strip()
 
 
-SECRET_KEY = _secret_key()
+SECRET_KEY = _secret("SECRET_KEY")
 DEBUG = env_bool("DEBUG", False)
+# `production` behind an HTTPS proxy: secure cookies, HSTS and the redirect to HTTPS, so
+# `manage.py check --deploy` is clean. The proxy must send X-Forwarded-Proto.
+DEPLOYMENT = env_choice("DEPLOYMENT", "development", ("development", "production"))
+if DEPLOYMENT == "production":
+    SECURE_SSL_REDIRECT = True
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+    SESSION_COOKIE_SECURE = True
+    CSRF_COOKIE_SECURE = True
+    SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31_536_000, minimum=0)
+    SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", True)
+    SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", True)
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 PORT = env_int("PORT", 8000, minimum=1)
@@ -57,6 +70,8 @@ INSTALLED_APPS = [
     "channels",
     "predictions",
     "workers",
+    "api",
+    "provisioning",
     "webui",
 ]
 
@@ -116,6 +131,11 @@ CACHES = {
         "LOCATION": REDIS_URL,
         "KEY_PREFIX": "stockserve",
         "TIMEOUT": 300,
+        "OPTIONS": {
+            "serializer": "config.cache.JSONSerializer",  # never pickle (config/cache.py)
+            "socket_timeout": 5,  # an unreachable Redis must not hang a request thread
+            "socket_connect_timeout": 2,
+        },
     }
 }
 
@@ -124,6 +144,14 @@ PREDICTION_CACHE_TTL = env_int("PREDICTION_CACHE_TTL", 900, minimum=0)
 PREDICTION_TIMEOUT = env_int("PREDICTION_TIMEOUT", 300, minimum=10)
 PREDICTION_MODELS = env_list("PREDICTION_MODELS", ["naive", "ridge", "arima", "lstm", "tcn"])
 PREDICTION_MAX_WAIT = env_int("PREDICTION_MAX_WAIT", 60, minimum=0)
+# Requests one web process holds open with ?wait= at once (each holds a thread); beyond,
+# 503 with Retry-After, and clients follow the websocket or poll.
+PREDICTION_MAX_WAITERS = env_int("PREDICTION_MAX_WAITERS", 4, minimum=1)
+# Anonymous clients may ask for fresh runs and retraining (load experiments on a private
+# stack); off by default, since those are the most expensive requests there are.
+ANONYMOUS_FRESH_RUNS = env_bool("ANONYMOUS_FRESH_RUNS", False)
+# API tokens older than this are refused (`manage.py create_api_token NAME --rotate`).
+TOKEN_TTL_DAYS = env_int("TOKEN_TTL_DAYS", 90, minimum=1)
 PRICE_PROVIDERS = env_list("PRICE_PROVIDERS", ["yfinance", "sample"])
 YFINANCE_TIMEOUT = env_float("YFINANCE_TIMEOUT", 3.0, minimum=0.1)
 YFINANCE_PERIOD = env_str("YFINANCE_PERIOD", "5y")
@@ -138,33 +166,73 @@ SENTIMENT_MAX_ADJUST = env_float("SENTIMENT_MAX_ADJUST", 0.01, minimum=0.0)
 MODEL_SEED = env_int("MODEL_SEED", 0)
 REGISTRY_KEEP_GENERATIONS = env_int("REGISTRY_KEEP_GENERATIONS", 3, minimum=1)
 
+# Admission control (predictions/admission.py): pipelines queued or running at once.
+# 0 derives the bound from the live workers: ADMISSION_PER_PROCESS per model process.
+ADMISSION_MAX_IN_FLIGHT = env_int("ADMISSION_MAX_IN_FLIGHT", 0, minimum=0)
+ADMISSION_PER_PROCESS = env_int("ADMISSION_PER_PROCESS", 4, minimum=1)
+ADMISSION_CLIENT_SHARE = env_float("ADMISSION_CLIENT_SHARE", 0.5, minimum=0.01)
+# Retry-After when nothing finished in the last minute to measure a drain rate from.
+ADMISSION_RETRY_AFTER_IDLE = env_int("ADMISSION_RETRY_AFTER_IDLE", 5, minimum=1)
+
 # --- Celery (https://docs.celeryq.dev/en/stable/userguide/configuration.html).
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL)
 CELERY_RESULT_BACKEND = env_str("CELERY_RESULT_BACKEND", REDIS_URL)
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
-CELERY_RESULT_EXPIRES = 3600
+# A task's result is read only by its chord's callback, within the request's deadline (the
+# finished prediction lives in the database). An hour of them held ~180 MB of Redis in a
+# 30-minute soak (`make soak`).
+CELERY_RESULT_EXPIRES = PREDICTION_TIMEOUT + 60
 # Redelivery of unacknowledged messages: keep this above the hard time limit.
-CELERY_VISIBILITY_TIMEOUT = env_int("CELERY_VISIBILITY_TIMEOUT", 3600, minimum=60)
+# A task's limits, the broker's redelivery and a request's deadline must nest (checked
+# at start-up, predictions/checks.py): soft < hard limit < visibility timeout < deadline,
+# so a task lost with its worker is redelivered, and can finish, before its request fails.
+CELERY_TASK_SOFT_TIME_LIMIT = env_int("TASK_SOFT_TIME_LIMIT", 90, minimum=1)
+CELERY_TASK_TIME_LIMIT = env_int("TASK_TIME_LIMIT", 120, minimum=2)
+CELERY_VISIBILITY_TIMEOUT = env_int("CELERY_VISIBILITY_TIMEOUT", 150, minimum=3)
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_VISIBILITY_TIMEOUT}
 CELERY_RESULT_BACKEND_TRANSPORT_OPTIONS = {"visibility_timeout": CELERY_VISIBILITY_TIMEOUT}
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
-CELERY_TASK_SOFT_TIME_LIMIT = env_int("TASK_SOFT_TIME_LIMIT", 120, minimum=1)
-CELERY_TASK_TIME_LIMIT = env_int("TASK_TIME_LIMIT", 150, minimum=2)
 CELERY_TASK_DEFAULT_QUEUE = "cpu"
+# Each task's queue when sent without one: a router function, named (not imported) here.
+CELERY_TASK_ROUTES = ("workers.signatures.route_task",)
 CELERY_TASK_TRACK_STARTED = True
 CELERY_WORKER_SEND_TASK_EVENTS = True
-CELERY_BEAT_SCHEDULE = {
-    "sweep-stale-predictions": {
-        "task": "workers.tasks.sweep_stale_predictions",
-        "schedule": env_int("SWEEP_INTERVAL", 15, minimum=1),
-        "options": {"queue": "io", "expires": 60},
-    },
-}
+# --- Hybrid precompute (workers/watchlist.py): these questions are answered before anyone
+# asks, refreshed when new bars arrive and every PRECOMPUTE_EVERY seconds, at the broker's
+# lowest priority and only while no user's request is in flight. Empty symbols: off.
+PRECOMPUTE_SYMBOLS = env_list("PRECOMPUTE_SYMBOLS", ["AAPL", "MSFT", "GOOG"])
+PRECOMPUTE_HORIZONS = [
+    int(h) for h in env_list("PRECOMPUTE_HORIZONS", ["5"]) if h.strip().isdigit()
+]
+PRECOMPUTE_EVERY = env_int("PRECOMPUTE_EVERY", 600, minimum=1)
+PRECOMPUTE_CHECK_SECONDS = env_int("PRECOMPUTE_CHECK_SECONDS", 20, minimum=1)
+PRECOMPUTE_MAX_IN_FLIGHT = env_int("PRECOMPUTE_MAX_IN_FLIGHT", 2, minimum=1)
+# Celery's Redis transport pops priority 0 (every user's task) before 9.
+PRECOMPUTE_PRIORITY = 9
+CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = (
+    {
+        "refresh-watchlist": {
+            "task": "workers.tasks.refresh_watchlist",
+            "schedule": PRECOMPUTE_CHECK_SECONDS,
+            "options": {"queue": "io", "expires": PRECOMPUTE_CHECK_SECONDS},
+        }
+    }
+    if PRECOMPUTE_SYMBOLS and PRECOMPUTE_HORIZONS
+    else {}
+)
+# The sweeper (`manage.py sweep_predictions --every SWEEP_INTERVAL`, its own process, so no
+# queue backlog can delay it): re-dispatches requests whose pipeline vanished, fails those
+# past their deadline.
+SWEEP_INTERVAL = env_int("SWEEP_INTERVAL", 10, minimum=1)
+# A request with no stage started or finished for this long is taken as lost (a worker
+# machine gone, a message dropped) and dispatched again, at most PREDICTION_ATTEMPTS times.
+PREDICTION_STALL_SECONDS = env_int("PREDICTION_STALL_SECONDS", 60, minimum=1)
+PREDICTION_ATTEMPTS = env_int("PREDICTION_ATTEMPTS", 3, minimum=1)
 WORKER_GPU = env_str("WORKER_GPU", "auto")  # auto | on | off
 WORKER_HEARTBEAT_SECONDS = env_int("WORKER_HEARTBEAT_SECONDS", 5, minimum=1)
 # Threads TensorFlow uses in each pool process (0 = TensorFlow's default, all cores): one
@@ -178,7 +246,8 @@ PROVISIONING_INVENTORY = env_list(
 ROUTING_CACHE_SECONDS = env_float("ROUTING_CACHE_SECONDS", 5.0, minimum=0.0)
 
 # --- Scheduling strategies (workers/strategies/): default, and the cascade's thresholds.
-DEFAULT_STRATEGY = env_choice("DEFAULT_STRATEGY", "chord", STRATEGIES)
+# Checked against the strategies at start-up (predictions/checks.py).
+DEFAULT_STRATEGY = env_str("DEFAULT_STRATEGY", "chord")
 # The cascade runs the deep models when the cheap ones' day-h forecasts spread more than
 # this fraction of the combined value, or their backtest MASE is not below CASCADE_MAX_MASE.
 CASCADE_MAX_SPREAD = env_float("CASCADE_MAX_SPREAD", 0.02, minimum=0.0)
@@ -187,22 +256,30 @@ CASCADE_MAX_MASE = env_float("CASCADE_MAX_MASE", 1.0, minimum=0.0)
 # --- REST API.
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "api.tokens.CachedTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"],
+    # Fixed windows in Redis, one INCR per request (api/throttles.py).
     "DEFAULT_THROTTLE_CLASSES": [
-        "rest_framework.throttling.AnonRateThrottle",
-        "rest_framework.throttling.UserRateThrottle",
+        "api.throttles.AnonymousThrottle",
+        "api.throttles.UserThrottle",
     ],
+    # Proxies in front that append to X-Forwarded-For; 0 trusts only the socket's address,
+    # so a client cannot pick its own throttle key.
+    "NUM_PROXIES": env_int("NUM_PROXIES", 0, minimum=0),
     "DEFAULT_THROTTLE_RATES": {
         "anon": env_str("THROTTLE_ANON", "120/min"),
         "user": env_str("THROTTLE_USER", "1200/min"),
+        # Fresh runs and retraining (use_cache/warm_start false), per account.
+        "expensive": env_str("THROTTLE_EXPENSIVE", "30/min"),
+        # Admin sign-in attempts, per address.
+        "login": env_str("THROTTLE_LOGIN", "10/min"),
     },
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 20,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "EXCEPTION_HANDLER": "predictions.api.errors.json_exception_handler",
+    "EXCEPTION_HANDLER": "api.errors.json_exception_handler",
     "DEFAULT_RENDERER_CLASSES": [
         "rest_framework.renderers.JSONRenderer",
         "rest_framework.renderers.BrowsableAPIRenderer",
@@ -217,7 +294,21 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Operation ids stay named after /api/ paths now that /v1/models/ sits at the root.
+    "SCHEMA_PATH_PREFIX": "/api/",
 }
+# TF Serving's REST API (api/tfserving/): how long a :predict call waits for the pipeline,
+# and how many instances one call may carry.
+TFSERVING_MAX_WAIT = env_int("TFSERVING_MAX_WAIT", 30, minimum=1)
+TFSERVING_MAX_INSTANCES = env_int("TFSERVING_MAX_INSTANCES", 32, minimum=1)
+# The queue client's consumer (`manage.py serve_queue`, workers/queue_consumer.py): a
+# message held this long by a consumer that stopped refreshing it is claimed by another;
+# answers are kept this long per request id; the output stream keeps about this many;
+# questions one consumer holds at once.
+QUEUE_CLAIM_IDLE = env_int("QUEUE_CLAIM_IDLE", 30, minimum=1)
+QUEUE_ANSWER_TTL = env_int("QUEUE_ANSWER_TTL", 86400, minimum=60)
+QUEUE_OUTPUT_MAXLEN = env_int("QUEUE_OUTPUT_MAXLEN", 10000, minimum=100)
+QUEUE_CONCURRENCY = env_int("QUEUE_CONCURRENCY", 8, minimum=1)
 # Prediction requests are tiny: refuse big bodies early.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("MAX_BODY_BYTES", 16 * 1024, minimum=1024)
 
@@ -246,7 +337,13 @@ LOGIN_URL = "/admin/login/"
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
-        "CONFIG": {"hosts": [REDIS_URL], "prefix": "stockserve:asgi", "expiry": 30},
+        "CONFIG": {
+            # Timeouts, so an unreachable Redis fails a send instead of hanging it; the read
+            # timeout stays above channels_redis's 5 s blocking receive.
+            "hosts": [{"address": REDIS_URL, "socket_connect_timeout": 2, "socket_timeout": 10}],
+            "prefix": "stockserve:asgi",
+            "expiry": 30,
+        },
     }
 }
 WS_PORT = env_int("WS_PORT", PORT + 1, minimum=1)
@@ -255,7 +352,9 @@ WS_PORT = env_int("WS_PORT", PORT + 1, minimum=1)
 WEBSOCKET_URL = env_str("WEBSOCKET_URL")
 DASHBOARD_TICK_SECONDS = env_float("DASHBOARD_TICK_SECONDS", 0.25, minimum=0.05)
 DASHBOARD_WINDOW = env_int("DASHBOARD_WINDOW", 500, minimum=10)
-METRICS_TOKEN = env_str("METRICS_TOKEN")  # when set, /metrics wants "Authorization: Bearer …"
+# /metrics wants "Authorization: Bearer <METRICS_TOKEN>" (or a staff session); without
+# METRICS_TOKEN one is generated into var/metrics_token. DEBUG leaves /metrics open.
+METRICS_TOKEN = _secret("METRICS_TOKEN", 32)
 
 LOGGING = {
     "version": 1,

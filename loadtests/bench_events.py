@@ -37,14 +37,20 @@ from types import SimpleNamespace
 from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
-STAGES = (("prices", "io"), ("model:naive", "cpu"), ("model:ridge", "cpu"),
-          ("model:lstm", "cpu"), ("sentiment", "io"), ("combine", "cpu"))  # fmt: skip
+STAGES = (
+    ("prices", "io"),
+    ("model:naive", "cpu"),
+    ("model:ridge", "cpu"),
+    ("model:lstm", "cpu"),
+    ("sentiment", "io"),
+    ("combine", "cpu"),
+)
 EVENTS_PER_REQUEST = 2 + len(STAGES)
 PUBLISHER_RATE = 1500  # events/s one publisher process paces comfortably
 
 
 def _setup_environment(workdir: Path) -> Any:
-    from config.embedded_redis import EmbeddedRedis
+    from devstack.redis import EmbeddedRedis
 
     redis = EmbeddedRedis(workdir=str(workdir / "redis")).start()
     os.environ.update(
@@ -78,19 +84,32 @@ def _staff_session() -> str:
     session[BACKEND_SESSION_KEY] = "django.contrib.auth.backends.ModelBackend"
     session[HASH_SESSION_KEY] = user.get_session_auth_hash()
     session.create()
-    return session.session_key
+    return str(session.session_key)
 
 
 def _fake_request() -> SimpleNamespace:
-    return SimpleNamespace(id=uuid.uuid4(), symbol="AAPL", horizon=5, strategy="chord",
-                           cache_hit=False, created_at=datetime.now(UTC))  # fmt: skip
+    return SimpleNamespace(
+        id=uuid.uuid4(),
+        symbol="AAPL",
+        horizon=5,
+        strategy="chord",
+        cache_hit=False,
+        created_at=datetime.now(UTC),
+    )
 
 
 def _stage_record(stage: str, queue: str) -> dict[str, Any]:
     now = time.time()
-    return {"stage": stage, "started_at": round(now - 0.01, 4), "finished_at": round(now, 4),
-            "duration_ms": 10.0, "worker": f"{queue}@bench", "queue": queue, "pid": os.getpid(),
-            "outcome": "ok"}  # fmt: skip
+    return {
+        "stage": stage,
+        "started_at": round(now - 0.01, 4),
+        "finished_at": round(now, 4),
+        "duration_ms": 10.0,
+        "worker": f"{queue}@bench",
+        "queue": queue,
+        "pid": os.getpid(),
+        "outcome": "ok",
+    }
 
 
 def _lifecycle() -> Any:
@@ -172,13 +191,31 @@ def measure_window_memory(checkpoints: tuple[int, ...] = (20_000, 50_000, 100_00
         for i in range(done, target):
             now = t0 + i * 0.004  # 250 requests/s
             rid = uuid.uuid4().hex
-            base = {"request_id": rid, "symbol": "AAPL", "horizon": 5, "strategy": "chord",
-                    "cache_hit": False, "created_at": now, "at": now}  # fmt: skip
+            base = {
+                "request_id": rid,
+                "symbol": "AAPL",
+                "horizon": 5,
+                "strategy": "chord",
+                "cache_hit": False,
+                "created_at": now,
+                "at": now,
+            }
             window.add({**base, "kind": "request", "event": "submitted", "latency_ms": None}, now)
             for stage in stages:
-                window.add({"request_id": rid, "stage": stage, "started_at": now,
-                            "finished_at": now + 0.01, "duration_ms": 10.0, "worker": "cpu@b",
-                            "queue": "cpu", "pid": 1, "outcome": "ok"}, now)  # fmt: skip
+                window.add(
+                    {
+                        "request_id": rid,
+                        "stage": stage,
+                        "started_at": now,
+                        "finished_at": now + 0.01,
+                        "duration_ms": 10.0,
+                        "worker": "cpu@b",
+                        "queue": "cpu",
+                        "pid": 1,
+                        "outcome": "ok",
+                    },
+                    now,
+                )
             window.add({**base, "kind": "request", "event": "done", "latency_ms": 120.0}, now)
             if i % 60 == 0:
                 window.drain()
@@ -237,7 +274,7 @@ class SocketDashboard:
     def __init__(self, ws_url: str, origin: str, session_key: str) -> None:
         import threading
 
-        self.state = {"events": 0, "batches": 0, "lastLagMs": None, "maxLagMs": 0.0}
+        self.state: dict[str, Any] = {"events": 0, "batches": 0, "lastLagMs": None, "maxLagMs": 0.0}
         self._stop = threading.Event()
         self._thread = threading.Thread(
             target=lambda: asyncio.run(self._run(ws_url, origin, session_key)), daemon=True
@@ -251,7 +288,8 @@ class SocketDashboard:
         import websockets
 
         headers = {"Cookie": f"sessionid={key}"}
-        async with websockets.connect(ws_url, origin=origin, additional_headers=headers) as ws:
+        connect = websockets.connect(ws_url, origin=origin, additional_headers=headers)  # type: ignore[arg-type]
+        async with connect as ws:
             while not self._stop.is_set():
                 try:
                     message = json.loads(await asyncio.wait_for(ws.recv(), 0.5))
@@ -278,8 +316,14 @@ class SocketDashboard:
 
 
 def _start(argv: list[str], log: Any) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(argv, cwd=ROOT, env=dict(os.environ), stdout=log,
-                            stderr=subprocess.STDOUT, start_new_session=True)  # fmt: skip
+    return subprocess.Popen(
+        argv,
+        cwd=ROOT,
+        env=dict(os.environ),
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
 
 
 def _wait_for_port(port: int, timeout: float = 60) -> None:
@@ -364,19 +408,17 @@ def main() -> int:
 
     workdir = Path(tempfile.mkdtemp(prefix="stockserve-bench-events-"))
     redis = _setup_environment(workdir)
-    from config.embedded_redis import free_port
+    from devstack import processes
+    from devstack.redis import free_port
 
     port = free_port()
     log = open(workdir / "servers.log", "ab")  # noqa: SIM115 - closed at the end
     procs = []
-    dashboard = None
+    dashboard: BrowserDashboard | SocketDashboard | None = None
     try:
         session_key = _staff_session()
-        procs.append(_start([sys.executable, "-m", "uvicorn", "config.asgi:application",
-                             "--host", "127.0.0.1", "--port", str(port), "--lifespan", "off",
-                             "--log-level", "warning"], log))  # fmt: skip
-        relay = _start([sys.executable, str(ROOT / "manage.py"), "relay_events",
-                        "--tick", str(args.tick)], log)  # fmt: skip
+        procs.append(_start(processes.websocket("127.0.0.1", port).argv(), log))
+        relay = _start([*processes.relay().argv(), "--tick", str(args.tick)], log)
         procs.append(relay)
         _wait_for_port(port)
         base = f"http://127.0.0.1:{port}"
@@ -386,17 +428,31 @@ def main() -> int:
             dashboard = SocketDashboard(f"ws://127.0.0.1:{port}/ws/dashboard/", base, session_key)
 
         load = ", ".join(f"{x:.1f}" for x in os.getloadavg())
-        print(f"Redis {redis.url}; uvicorn :{port}; relay tick {args.tick} s; "
-              f"dashboard: {dashboard.kind}; {os.cpu_count()} CPUs, load {load}\n")  # fmt: skip
+        print(
+            f"Redis {redis.url}; uvicorn :{port}; relay tick {args.tick} s; "
+            f"dashboard: {dashboard.kind}; {os.cpu_count()} CPUs, load {load}\n"
+        )
         print(f"1. Cost per call on the task's path ({args.calls} calls each, relay subscribed)")
         for name, figures in measure_cost(args.calls).items():
-            print(f"   {name:32s} mean {figures['mean_us']:6.0f} µs   "
-                  f"p50 {figures['p50_us']:6.0f} µs   p99 {figures['p99_us']:6.0f} µs")  # fmt: skip
+            print(
+                f"   {name:32s} mean {figures['mean_us']:6.0f} µs   "
+                f"p50 {figures['p50_us']:6.0f} µs   p99 {figures['p99_us']:6.0f} µs"
+            )
 
-        print(f"\n2. Events/s delivered to the dashboard ({args.seconds:g} s per rate, "
-              f"{EVENTS_PER_REQUEST} events per request)")  # fmt: skip
-        header = ("target/s", "published/s", "delivered", "batches/s", "lag p50", "lag max",
-                  "relay CPU", "relay RSS")  # fmt: skip
+        print(
+            f"\n2. Events/s delivered to the dashboard ({args.seconds:g} s per rate, "
+            f"{EVENTS_PER_REQUEST} events per request)"
+        )
+        header = (
+            "target/s",
+            "published/s",
+            "delivered",
+            "batches/s",
+            "lag p50",
+            "lag max",
+            "relay CPU",
+            "relay RSS",
+        )
         print("   " + "  ".join(f"{h:>11s}" for h in header))
         rows = []
         for rate in rates:
@@ -404,16 +460,28 @@ def main() -> int:
             rows.append(row)
             share = row["delivered"] / row["published"] if row["published"] else 0
             lag50 = "–" if row["lag_p50_ms"] is None else f"{row['lag_p50_ms']:.0f} ms"
-            print("   " + "  ".join(f"{v:>11s}" for v in (
-                str(rate), f"{row['published_per_s']:.0f}", f"{share:.1%}",
-                f"{row['batches_per_s']:.1f}", lag50, f"{row['lag_max_ms']:.0f} ms",
-                f"{row['relay_cpu_pct']:.0f}%",
-                f"{row['relay_rss_mib_before']:.0f}→{row['relay_rss_mib_after']:.0f} MiB",
-            )))  # fmt: skip
+            print(
+                "   "
+                + "  ".join(
+                    f"{v:>11s}"
+                    for v in (
+                        str(rate),
+                        f"{row['published_per_s']:.0f}",
+                        f"{share:.1%}",
+                        f"{row['batches_per_s']:.1f}",
+                        lag50,
+                        f"{row['lag_max_ms']:.0f} ms",
+                        f"{row['relay_cpu_pct']:.0f}%",
+                        f"{row['relay_rss_mib_before']:.0f}→{row['relay_rss_mib_after']:.0f} MiB",
+                    )
+                )
+            )
         print("\n3. Memory held by the relay's window while requests stream through it")
         for count, mib, kept in measure_window_memory():
-            print(f"   after {count:7d} requests ({count * EVENTS_PER_REQUEST:7d} events): "
-                  f"{mib:5.1f} MiB, {kept} requests kept")  # fmt: skip
+            print(
+                f"   after {count:7d} requests ({count * EVENTS_PER_REQUEST:7d} events): "
+                f"{mib:5.1f} MiB, {kept} requests kept"
+            )
         out = workdir / "bench-events.json"
         out.write_text(json.dumps({"rates": rows}, indent=2), encoding="utf-8")
         print(f"\n   raw figures: {out}")

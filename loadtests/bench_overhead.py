@@ -27,11 +27,14 @@ import tempfile
 import time
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from loadtests.deployment import ROOT, Setup, base_env, migrated_template
 from loadtests.latencies import percentile
 from loadtests.procs import Interrupted, Supervisor, handle_signals
+
+if TYPE_CHECKING:  # a Django module: importing it before django.setup() would fail
+    from predictions.results import StageRecord
 
 REPORTS = ROOT / "loadtests" / "reports"
 
@@ -42,7 +45,7 @@ class _Clock:
     def __init__(self, stage: str) -> None:
         self.stage, self.started_at = stage, time.time()
 
-    def finish(self, outcome: str = "ok", detail: str | None = None) -> dict[str, Any]:
+    def finish(self, outcome: str = "ok", detail: str | None = None) -> StageRecord:
         now = time.time()
         return {
             "stage": self.stage,
@@ -51,6 +54,7 @@ class _Clock:
             "duration_ms": (now - self.started_at) * 1000,
             "worker": "direct",
             "queue": None,
+            "pid": os.getpid(),
             "outcome": outcome,
         }
 
@@ -100,8 +104,8 @@ class Bench:
         raise TimeoutError(f"request {request_id} did not finish in {timeout_s} s")
 
     def direct(self) -> float:
-        from predictions import price_store
-        from workers import pipeline, stages
+        from predictions import price_store, results
+        from workers import stages
 
         request = self._request(strategy="direct")
         start = time.perf_counter()
@@ -119,8 +123,8 @@ class Bench:
         parts.append(
             {"kind": "sentiment", "ok": True, "sentiment": summary, "stage": clock.finish()}
         )
-        result = stages.assemble(request, parts, prices_stage, _Clock("combine"))
-        pipeline.finish(request, result)
+        result = results.assemble(request, parts, prices_stage, _Clock("combine").finish)
+        request.mark_done(result)
         return (time.perf_counter() - start) * 1000
 
     def pipeline(self) -> float:
@@ -133,12 +137,12 @@ class Bench:
         return (time.perf_counter() - start) * 1000
 
     def our_chord(self) -> float:
-        from workers import pipeline
+        from workers.strategies import strategy_for
 
         request = self._request(strategy="chord", status="running", price_key=self.price_key)
         stage = _Clock("prices").finish()
         start = time.perf_counter()
-        pipeline.launch_chord(request, self.price_key, stage)
+        strategy_for("chord").after_prices(request, self.price_key, stage)
         self._wait_done(str(request.id))
         return (time.perf_counter() - start) * 1000
 
@@ -246,7 +250,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(sup: Supervisor, args: argparse.Namespace, var_dir: Path) -> dict[str, Any]:
-    from config.embedded_redis import free_port, redis_server_argv
+    from devstack.redis import free_port, redis_server_argv
 
     port = free_port()
     sup.start("redis", redis_server_argv(port, str(var_dir)))

@@ -22,7 +22,8 @@ from pathlib import Path
 import redis
 import requests
 
-from config.embedded_redis import free_port, redis_server_argv
+from devstack import processes
+from devstack.redis import free_port, redis_server_argv
 from loadtests.procs import Supervisor
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -41,6 +42,8 @@ class Setup:
     mention_latency: str = ""
     web_workers: int = 2
     web_threads: int = 32
+    sweeper: bool = False  # the sweeper process, as `make run` runs it
+    redis_persist: bool = False  # an append-only file, as `make run`'s Redis keeps
     extra_env: dict[str, str] = field(default_factory=dict)
 
 
@@ -60,7 +63,10 @@ def base_env(var_dir: Path, redis_url: str, setup: Setup) -> dict[str, str]:
         PREDICTION_MODELS=",".join(setup.models),
         DEFAULT_STRATEGY=setup.strategy,
         THROTTLE_ANON="1000000/min",
+        PRECOMPUTE_SYMBOLS="",  # the experiment's load is the only load
         THROTTLE_USER="1000000/min",
+        THROTTLE_EXPENSIVE="1000000/min",
+        ANONYMOUS_FRESH_RUNS="1",  # the experiments send cold requests without an account
         PREDICTION_TIMEOUT="600",
         PREDICTION_MAX_WAIT="60",
         LOG_LEVEL="WARNING",
@@ -103,6 +109,8 @@ class Deployment:
         self.logs = workdir / "logs"
         self.procs: list[subprocess.Popen[bytes]] = []
         self.redis_url = ""
+        self.redis_port = 0
+        self.redis_proc: subprocess.Popen[bytes] | None = None
         self.base_url = ""
 
     @property
@@ -113,66 +121,55 @@ class Deployment:
         deadline = time.monotonic() + timeout_s
         self.var_dir.mkdir(parents=True, exist_ok=True)
         shutil.copyfile(template_db, self.db_path)
-        port = free_port()
-        self.redis_url = f"redis://127.0.0.1:{port}/0"
-        self._spawn("redis", redis_server_argv(port, str(self.var_dir)))
+        self.redis_port = free_port()
+        self.redis_url = f"redis://127.0.0.1:{self.redis_port}/0"
+        self._start_redis()
         client = redis.Redis.from_url(self.redis_url, socket_timeout=2)
         self._wait("redis", deadline, lambda: bool(client.ping()))
         env = base_env(self.var_dir, self.redis_url, self.setup)
         web_port = free_port()
         self.base_url = f"http://127.0.0.1:{web_port}"
-        self._spawn(
-            "web",
-            [
-                sys.executable,
-                "-m",
-                "gunicorn",
-                "config.wsgi:application",
-                "--bind",
-                f"127.0.0.1:{web_port}",
-                "--worker-class",
-                "gthread",
-                "--workers",
-                str(self.setup.web_workers),
-                "--threads",
-                str(self.setup.web_threads),
-                "--timeout",
-                "120",
-                "--graceful-timeout",
-                "5",
-            ],
-            env,
-        )
+        web = processes.web(f"127.0.0.1:{web_port}", self.setup.web_workers, self.setup.web_threads)
+        self._spawn("web", web.argv(), env)
         for i in range(1, self.setup.workers + 1):
-            self._spawn(
-                f"worker-w{i}",
-                [
-                    sys.executable,
-                    str(ROOT / "manage.py"),
-                    "start_worker",
-                    "--name",
-                    f"w{i}",
-                    "--queues",
-                    "io,cpu",
-                    "--concurrency",
-                    str(self.setup.concurrency),
-                    "--gpu",
-                    "off",
-                    "--loglevel",
-                    "WARNING",
-                ],
-                env,
+            worker = processes.worker(
+                f"w{i}", "io,cpu", self.setup.concurrency, gpu="off", loglevel="WARNING"
             )
+            self._spawn(f"worker-w{i}", worker.argv(), env)
+        if self.setup.sweeper:
+            self._spawn("sweeper", processes.sweeper(1).argv(), env)
         self._wait("web", deadline, self._web_ready)
         self._wait(
             "workers", deadline, lambda: len(self.alive_workers(client)) >= self.setup.workers
         )
 
+    def _start_redis(self) -> None:
+        argv = redis_server_argv(
+            self.redis_port, str(self.var_dir), persist=self.setup.redis_persist
+        )
+        self.redis_proc = self.sup.start("redis", argv, cwd=ROOT, log_path=self.logs / "redis.log")
+
+    def stop_redis(self) -> None:
+        """Stop Redis (SIGTERM: it syncs its append-only file first), for chaos tests."""
+        if self.redis_proc is not None:
+            self.sup.stop(self.redis_proc, grace_s=5)
+            self.redis_proc = None
+
+    def start_redis_again(self, timeout_s: float = 30) -> None:
+        """Start Redis again on the same port and data directory."""
+        self._start_redis()
+        client = redis.Redis.from_url(self.redis_url, socket_timeout=2)
+        self._wait("redis", time.monotonic() + timeout_s, lambda: bool(client.ping()))
+
+    def worker_process(self, index: int) -> subprocess.Popen[bytes]:
+        """The main process of worker `w<index>` (its pool processes are its children)."""
+        return next(p for name, p in self.sup.children if name == f"worker-w{index}")
+
     def alive_workers(self, client: redis.Redis) -> list[str]:
         entries = client.hgetall(WORKERS_KEY)
         now = time.time()
         return sorted(
-            name.decode()
+            (name.decode() if isinstance(name, bytes) else name)
             for name, raw in entries.items()
             if now - json.loads(raw).get("last_seen", 0) < 30
         )
@@ -181,6 +178,9 @@ class Deployment:
         for proc in reversed(self.procs):
             self.sup.stop(proc)
         self.procs.clear()
+        if self.redis_proc is not None:
+            self.sup.stop(self.redis_proc)
+            self.redis_proc = None
 
     def _spawn(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> None:
         proc = self.sup.start(name, argv, env=env, cwd=ROOT, log_path=self.logs / f"{name}.log")

@@ -7,8 +7,9 @@
 * `ApiClient`: a program that mostly asks for the same few symbols, so mostly cache hits.
 
 The end-to-end latency of a prediction (submit -> done, several HTTP calls) is reported as
-its own request type, `PREDICT` (PITFALLS #16); every request is also written raw to
-`--raw-csv` so exact percentiles come from the samples, not from Locust's rounded buckets.
+its own request type, `PREDICT` (docs/architecture.md, rule 16); every request is also
+written raw to `--raw-csv` so exact percentiles come from the samples, not from Locust's
+rounded buckets.
 These are closed-loop users: a slow server slows them down. Judge latency under load with
 the open-loop runner (`python -m loadtests.openloop`).
 """

@@ -10,9 +10,11 @@ in `webui/metrics.py` adds them up at scrape time.
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
+
+from predictions.redis_client import text
 
 METRICS_KEY = "stockserve:metrics"
 SEP = "|"
@@ -36,16 +38,33 @@ def count_stage(pipe: Any, record: dict[str, Any]) -> None:
         pipe.hincrby(METRICS_KEY, f"stage_err{SEP}{labels}", 1)
 
 
+# A cache hit is counted, not published: hits come thousands a second, and the relay reads
+# these counters once a second instead of one event per hit.
+CACHED_FIELD = f"req{SEP}cached"
+CACHE_HIT_FIELDS = (CACHED_FIELD, f"cache{SEP}hit")
+
+
+REFUSED_PREFIX = f"refused{SEP}"
+
+
+def count_refusal(pipe: Any, reason: str) -> None:
+    """A request that needed the pipeline and was refused (`busy` or `over-share`)."""
+    pipe.hincrby(METRICS_KEY, f"refused{SEP}{reason}", 1)
+
+
+def count_cache_hit(pipe: Any) -> None:
+    for field_name in CACHE_HIT_FIELDS:
+        pipe.hincrby(METRICS_KEY, field_name, 1)
+
+
 def count_request(pipe: Any, event: dict[str, Any]) -> None:
-    """Queue the increments for one request-level event (submitted, cached, done, failed)."""
+    """Queue the increments for one request-level event (submitted, done, failed)."""
     kind = event["event"]
     pipe.hincrby(METRICS_KEY, f"req{SEP}{kind}", 1)
-    if kind == "cached":
-        pipe.hincrby(METRICS_KEY, f"cache{SEP}hit", 1)
-    elif kind == "submitted" and event.get("use_cache", True):
+    if kind == "submitted" and event.get("use_cache", True):
         pipe.hincrby(METRICS_KEY, f"cache{SEP}miss", 1)
     latency_ms = event.get("latency_ms")
-    if latency_ms is not None and kind in ("cached", "done", "failed"):
+    if latency_ms is not None and kind in ("done", "failed"):
         seconds = max(0.0, float(latency_ms) / 1000)
         pipe.hincrby(METRICS_KEY, f"lat{SEP}{kind}{SEP}{_bucket(LATENCY_BUCKETS, seconds)}", 1)
         pipe.hincrbyfloat(METRICS_KEY, f"lat_sum{SEP}{kind}", seconds)
@@ -79,14 +98,15 @@ class Snapshot:
     latency: dict[str, Histogram] = field(default_factory=dict)
     requests: dict[str, int] = field(default_factory=dict)
     cache: dict[str, int] = field(default_factory=dict)
+    refused: dict[str, int] = field(default_factory=dict)
 
 
-def parse(raw: dict[bytes, bytes]) -> Snapshot:
+def parse(raw: Mapping[bytes | str, bytes | str]) -> Snapshot:
     """Turn HGETALL output into histograms and counters; unknown fields are ignored."""
     snap = Snapshot()
     for key_b, value_b in raw.items():
-        parts = key_b.decode().split(SEP)
-        value = value_b.decode()
+        parts = text(key_b).split(SEP)
+        value = text(value_b)
         kind = parts[0]
         if kind == "stage" and len(parts) == 4:
             hist = snap.stages.setdefault((parts[1], parts[2]), Histogram(STAGE_BUCKETS))
@@ -106,4 +126,6 @@ def parse(raw: dict[bytes, bytes]) -> Snapshot:
             snap.requests[parts[1]] = int(value)
         elif kind == "cache" and len(parts) == 2:
             snap.cache[parts[1]] = int(value)
+        elif kind == "refused" and len(parts) == 2:
+            snap.refused[parts[1]] = int(value)
     return snap

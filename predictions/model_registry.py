@@ -1,21 +1,99 @@
-"""The generational model registry: store, find and prune trained model states."""
+"""The generational model registry: store, find and prune trained model states, and the
+runs each generation made (so a warm start on unchanged data is a lookup)."""
 
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 from datetime import date
 from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
-from predictions.models import ModelGeneration
+from predictions.models import ModelGeneration, StoredRun
 
 log = logging.getLogger(__name__)
+RUNS_KEPT_IN_MEMORY = 256  # per process; a stored run is 5-40 KB of JSON
+RunKey = tuple[int, int, str, int]  # generation id, horizon, price key, state version
+_runs: OrderedDict[RunKey, dict[str, Any]] = OrderedDict()
 
 
 def latest(symbol: str, model: str) -> ModelGeneration | None:
-    return ModelGeneration.objects.for_model(symbol, model).first()
+    """The newest generation, without its state (load that with `state_of` when needed)."""
+    return ModelGeneration.objects.for_model(symbol, model).defer("state").first()
+
+
+def state_of(generation: ModelGeneration) -> bytes:
+    return bytes(ModelGeneration.objects.values_list("state", flat=True).get(id=generation.id))
+
+
+def stored_run(
+    generation: ModelGeneration, horizon: int, price_key: str, state_version: int
+) -> dict[str, Any] | None:
+    """The run this generation made on these prices for this horizon, if it made one."""
+    key = (generation.id, horizon, price_key, state_version)
+    run = _runs.get(key)
+    if run is None:
+        run = (
+            StoredRun.objects.filter(
+                generation=generation,
+                horizon=horizon,
+                price_key=price_key,
+                state_version=state_version,
+            )
+            .values_list("run", flat=True)
+            .first()
+        )
+        if run is None:
+            return None
+        _remember(key, run)
+    _runs.move_to_end(key)
+    return dict(run)
+
+
+def store_run(
+    generation: ModelGeneration,
+    horizon: int,
+    price_key: str,
+    state_version: int,
+    run: dict[str, Any],
+) -> None:
+    """Keep a run for reuse; a concurrent worker storing the same run is harmless."""
+    try:
+        with transaction.atomic():
+            StoredRun.objects.get_or_create(
+                generation=generation,
+                horizon=horizon,
+                price_key=price_key,
+                state_version=state_version,
+                defaults={"run": run},
+            )
+    except IntegrityError:  # the generation was pruned meanwhile
+        return
+    _remember((generation.id, horizon, price_key, state_version), run)
+
+
+def preload_recent_runs(limit: int = 64) -> int:
+    """Bring the newest stored runs into this process (a worker warming up), so the first
+    warm prediction after a restart reads none of them from the database."""
+    rows = StoredRun.objects.order_by("-created_at").values_list(
+        "generation_id", "horizon", "price_key", "state_version", "run"
+    )[:limit]
+    for generation_id, horizon, price_key, state_version, run in rows:
+        _remember((generation_id, horizon, price_key, state_version), run)
+    return len(rows)
+
+
+def forget_runs() -> None:
+    """Drop this process's copies (tests: rows rolled back under the same ids)."""
+    _runs.clear()
+
+
+def _remember(key: RunKey, run: dict[str, Any]) -> None:
+    _runs[key] = run
+    while len(_runs) > RUNS_KEPT_IN_MEMORY:
+        _runs.popitem(last=False)
 
 
 def record(

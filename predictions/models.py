@@ -6,6 +6,7 @@ Celery reports unknown task ids as PENDING, so it cannot tell lost from waiting.
 
 from __future__ import annotations
 
+import logging
 import uuid
 from datetime import timedelta
 from typing import Any
@@ -13,8 +14,11 @@ from typing import Any
 from django.conf import settings
 from django.db import models
 from django.utils import timezone
+from redis.exceptions import RedisError
 
-from predictions import progress
+from predictions import admission, answer_cache, progress
+
+log = logging.getLogger(__name__)
 
 
 class Status(models.TextChoices):
@@ -25,6 +29,26 @@ class Status(models.TextChoices):
 
 
 ACTIVE = (Status.QUEUED, Status.RUNNING)
+
+
+class Strategy(models.TextChoices):
+    """How a request's stages are scheduled (implemented in workers/strategies/)."""
+
+    CENTRALIZED = "centralized"  # the whole pipeline, one stage after another, in one task
+    CHORD = "chord"  # prices, then one flat chord of every model and the sentiment
+    CASCADE = "cascade"  # cheap models first, the deep ones only when those are unsure
+
+
+STRATEGIES: tuple[str, ...] = tuple(Strategy.values)
+
+
+def release_place(request_id: uuid.UUID) -> None:
+    """Free the request's place in admission control; never fails a state change (a place
+    that is not freed lapses at the request's deadline)."""
+    try:
+        admission.release(str(request_id))
+    except RedisError:
+        log.warning("could not release the admission place of %s", request_id)
 
 
 class PredictionQuerySet(models.QuerySet["PredictionRequest"]):
@@ -39,12 +63,41 @@ class PredictionQuerySet(models.QuerySet["PredictionRequest"]):
                 symbol=symbol,
                 horizon=horizon,
                 strategy=strategy,
+                joinable=True,
                 answered_by__isnull=True,
                 deadline__gt=timezone.now(),
             )
             .order_by("-created_at")
             .first()
         )
+
+    def answer_for(self, symbol: str, horizon: int) -> PredictionRequest | None:
+        """The newest prediction the pipeline finished for this question within the cache TTL."""
+        fresh_since = timezone.now() - timedelta(seconds=settings.PREDICTION_CACHE_TTL)
+        return (
+            self.filter(
+                symbol=symbol,
+                horizon=horizon,
+                status=Status.DONE,
+                cache_hit=False,
+                answered_by__isnull=True,
+                finished_at__gte=fresh_since,
+            )
+            .order_by("-finished_at")
+            .first()
+        )
+
+    def listed_for(self, user: Any) -> PredictionQuerySet:
+        """A user lists their own requests; staff list everyone's; anonymous clients none."""
+        if user is not None and user.is_authenticated and user.is_staff:
+            return self.all()
+        if user is not None and user.is_authenticated:
+            return self.filter(user_id=user.pk)
+        return self.none()
+
+    def in_flight(self) -> PredictionQuerySet:
+        """Requests with a pipeline of their own that should still be running."""
+        return self.active().filter(answered_by__isnull=True, deadline__gt=timezone.now())
 
     def stale(self) -> PredictionQuerySet:
         """Requests that should have finished by now: a worker died or a task was lost."""
@@ -54,8 +107,16 @@ class PredictionQuerySet(models.QuerySet["PredictionRequest"]):
         """Mark every stale request failed, with the reason. Returns how many."""
         now = timezone.now()
         failed = 0
-        fields = ("id", "status", "started_at", "symbol", "horizon", "strategy", "created_at",
-                  "cache_hit")  # fmt: skip
+        fields = (
+            "id",
+            "status",
+            "started_at",
+            "symbol",
+            "horizon",
+            "strategy",
+            "created_at",
+            "cache_hit",
+        )
         for request in self.stale().only(*fields):
             if request.status == Status.QUEUED:
                 reason = (
@@ -71,6 +132,7 @@ class PredictionQuerySet(models.QuerySet["PredictionRequest"]):
                 status=Status.FAILED, error=reason, finished_at=now
             )
             if updated:
+                release_place(request.id)
                 progress.publish_request("failed", request, error=reason)
             failed += updated
         return failed
@@ -80,10 +142,11 @@ class PredictionRequest(models.Model):
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     symbol = models.CharField(max_length=16, db_index=True)
     horizon = models.PositiveSmallIntegerField()
-    strategy = models.CharField(max_length=32, default="chord")
+    strategy = models.CharField(max_length=32, choices=Strategy.choices, default=Strategy.CHORD)
     # False: models train from scratch (no registry state), as cold experiments need.
     warm_start = models.BooleanField(default=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
+    # Rows made by cache hits before hits stopped writing to the database (they are counted).
     cache_hit = models.BooleanField(default=False)
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
@@ -101,20 +164,67 @@ class PredictionRequest(models.Model):
     answered_by = models.ForeignKey(
         "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="cache_hits"
     )
+    # An identical request may join this one while it runs (not when it asked for fresh work).
+    joinable = models.BooleanField(default=False)
+    # Served to others as a cached answer: the answer to a public question, readable by id.
+    shared = models.BooleanField(default=False)
+    # Asked by the watchlist (workers/watchlist.py), not by a person: its tasks go at the
+    # broker's lowest priority, and its answer says it was precomputed.
+    precomputed = models.BooleanField(
+        default=False, help_text="Computed ahead of time for the watchlist, not asked by a person."
+    )
+    # Dispatches so far, when the last one left and which Redis (its epoch) it went to: the
+    # sweeper dispatches again a request whose pipeline vanished (workers/recovery.py).
+    attempts = models.PositiveSmallIntegerField(default=1)
+    dispatched_at = models.DateTimeField(null=True, blank=True)
+    dispatch_epoch = models.CharField(max_length=32, blank=True)
 
     objects = PredictionQuerySet.as_manager()
 
     class Meta:
         ordering = ["-created_at"]
         indexes = [models.Index(fields=["status", "deadline"])]
+        constraints = [
+            # One leader per question in flight, even when two arrive at the same moment:
+            # the second insert fails and joins the first.
+            models.UniqueConstraint(
+                fields=["symbol", "horizon", "strategy"],
+                condition=models.Q(
+                    status__in=["queued", "running"], joinable=True, answered_by__isnull=True
+                ),
+                name="one_leader_per_question",
+            )
+        ]
 
     def __str__(self) -> str:
         return f"{self.symbol} h={self.horizon} {self.status}"
+
+    @classmethod
+    def queued(cls, **fields: Any) -> PredictionRequest:
+        """A new request, not saved yet, with its id and deadline already decided."""
+        request = cls(**fields)
+        request.deadline = request.created_at + timedelta(seconds=settings.PREDICTION_TIMEOUT)
+        request.dispatched_at = request.created_at
+        return request
 
     def save(self, *args: Any, **kwargs: Any) -> None:
         if self.deadline is None:
             self.deadline = self.created_at + timedelta(seconds=settings.PREDICTION_TIMEOUT)
         super().save(*args, **kwargs)
+
+    def visible_to(self, user: Any) -> bool:
+        """Who may read this request by its id: its owner and staff; anyone, when it was made
+        anonymously (its id is the secret) or has been served as a cached answer."""
+        if self.user_id is None or self.shared:
+            return True
+        authenticated = user is not None and user.is_authenticated
+        return bool(authenticated and (user.is_staff or user.pk == self.user_id))
+
+    def share(self) -> None:
+        """From now on it answers other people's questions, so they may read it by id."""
+        if not self.shared:
+            PredictionRequest.objects.filter(id=self.id).update(shared=True)
+            self.shared = True
 
     @property
     def is_final(self) -> bool:
@@ -142,20 +252,45 @@ class PredictionRequest(models.Model):
         return bool(updated)
 
     def mark_done(self, result: dict[str, Any]) -> bool:
+        now = timezone.now()
         updated = PredictionRequest.objects.filter(id=self.id, status__in=ACTIVE).update(
-            status=Status.DONE, result=result, finished_at=timezone.now(), error=""
+            status=Status.DONE, result=result, finished_at=now, error=""
         )
         if updated:
+            self.status, self.result, self.finished_at = Status.DONE, result, now
+            release_place(self.id)
+            self._supersede_cached_answer()
+            progress.publish_request("done", self)
             self.settle_followers(Status.DONE)
         return bool(updated)
+
+    def _supersede_cached_answer(self) -> None:
+        """Answers from the cache are this prediction from now on, not an older one."""
+        if self.finished_at is None:
+            return
+        try:
+            answer_cache.supersede(self.symbol, self.horizon, self.finished_at.timestamp())
+        except RedisError:  # the older answer expires with its TTL; the row is the truth
+            log.warning("could not supersede the cached answer of %s", self.id)
 
     def mark_failed(self, reason: str) -> bool:
         updated = PredictionRequest.objects.filter(id=self.id, status__in=ACTIVE).update(
             status=Status.FAILED, error=reason, finished_at=timezone.now()
         )
         if updated:
+            release_place(self.id)
             progress.publish_request("failed", self, error=reason[:300])
             self.settle_followers(Status.FAILED, reason)
+        return bool(updated)
+
+    def claim_redispatch(self, epoch: str) -> bool:
+        """Count one more dispatch, if no other sweeper did in the meantime (guarded)."""
+        now = timezone.now()
+        updated = PredictionRequest.objects.filter(
+            id=self.id, status__in=ACTIVE, attempts=self.attempts
+        ).update(attempts=self.attempts + 1, dispatched_at=now, dispatch_epoch=epoch)
+        if updated:
+            self.attempts, self.dispatched_at, self.dispatch_epoch = self.attempts + 1, now, epoch
         return bool(updated)
 
     def settle_followers(self, status: str, reason: str = "") -> None:
@@ -238,3 +373,31 @@ class ModelGeneration(models.Model):
 
     def __str__(self) -> str:
         return f"{self.symbol}/{self.model} generation {self.generation}"
+
+
+class StoredRun(models.Model):
+    """What one generation forecast for one price series and horizon: its whole model run.
+
+    A run is a pure function of (state, prices, horizon), so a warm start on the same data
+    reuses it instead of re-running the walk-forward backtest (ARIMA's took 0.2-0.3 s of a
+    0.4 s warm prediction). Deleted with its generation.
+    """
+
+    generation = models.ForeignKey(ModelGeneration, on_delete=models.CASCADE, related_name="runs")
+    horizon = models.PositiveSmallIntegerField()
+    price_key = models.CharField(max_length=64)
+    # The model code's state version that made the run: an upgrade never serves old runs.
+    state_version = models.PositiveIntegerField()
+    run = models.JSONField()
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["generation", "horizon", "price_key", "state_version"],
+                name="unique_stored_run",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.generation} h={self.horizon} on {self.price_key[:12]}"

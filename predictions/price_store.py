@@ -13,7 +13,11 @@ from predictions.prices import PriceHistory
 
 
 def save(history: PriceHistory) -> str:
+    """Store the series under its content key, once: compressing it (10+ ms) only when
+    the store does not have it yet."""
     key = history.content_key()
+    if PriceSnapshot.objects.filter(key=key).exists():
+        return key
     PriceSnapshot.objects.get_or_create(
         key=key,
         defaults={
@@ -26,6 +30,12 @@ def save(history: PriceHistory) -> str:
         },
     )
     return key
+
+
+def preload_recent(limit: int = 8) -> None:
+    """Load the newest snapshots into this process (a worker warming up)."""
+    for key in PriceSnapshot.objects.values_list("key", flat=True)[:limit]:
+        load(key)
 
 
 @functools.lru_cache(maxsize=32)

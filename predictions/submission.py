@@ -1,14 +1,20 @@
-"""Accepting a prediction request: validation beyond the serializer, the cache, the row."""
+"""Accepting a prediction request for the pipeline: the symbol check, joining, the row.
+
+Answers from the cache are the API's business (`api.answers`): they create
+nothing here.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
-from django.utils import timezone
+from django.db import IntegrityError, transaction
 
-from predictions import progress, result_cache
-from predictions.models import PredictionRequest, Status
+from predictions import admission, progress
+from predictions.models import PredictionRequest
+from predictions.redis_client import epoch
 from predictions.sources import price_chain
 
 
@@ -16,14 +22,29 @@ class SymbolNotServed(LookupError):
     """No configured price provider can serve the symbol; the message names each one."""
 
 
+class NotAdmitted(Exception):
+    """The service (or this client's share of it) is at capacity: come back later."""
+
+    def __init__(self, decision: admission.Decision) -> None:
+        super().__init__(decision.reason())
+        self.decision = decision
+
+
+@dataclass(frozen=True)
+class Admission:
+    """Who is asking, and how many pipelines the service takes at once right now."""
+
+    client: str
+    limit: int
+
+
 @dataclass(frozen=True)
 class Submission:
     request: PredictionRequest
-    cached: bool
     joined: bool = False  # answered by an identical request already running: nothing to dispatch
 
 
-def join(leader: PredictionRequest, owner: AbstractBaseUser | None) -> PredictionRequest:
+def join(leader: PredictionRequest, owner: Any) -> PredictionRequest:
     """Follow an identical request in flight instead of running the pipeline twice.
 
     The leader settles its followers when it finishes; a follower created just after that
@@ -54,40 +75,64 @@ def submit(
     user: AbstractBaseUser | AnonymousUser | None = None,
     use_cache: bool = True,
     warm_start: bool = True,
+    gate: Admission | None = None,
+    precomputed: bool = False,
 ) -> Submission:
-    """Answer from the cache, or create a queued request for the caller to dispatch."""
-    owner = user if user is not None and user.is_authenticated else None
-    cached = result_cache.get_cached(symbol, horizon) if use_cache else None
-    if cached is not None:
-        now = timezone.now()
-        request = PredictionRequest.objects.create(
-            symbol=symbol,
-            horizon=horizon,
-            strategy=cached.get("strategy", strategy),
-            status=Status.DONE,
-            cache_hit=True,
-            user=owner,
-            created_at=now,
-            started_at=now,
-            finished_at=now,
-            data_source=cached["data"]["source"],
-            last_bar_date=cached["data"]["last_bar_date"],
-            price_key=cached["data"]["price_key"],
-            answered_by_id=cached["request_id"],
-        )
-        request.result = cached  # shown in the response, not stored again
-        progress.publish_request("cached", request)
-        return Submission(request, cached=True)
+    """Join an identical request in flight, or create a queued one for the caller to dispatch.
 
+    With `gate`, a new request must be admitted first (joining one in flight needs no
+    place); NotAdmitted says why not.
+    """
+    owner = user if user is not None and user.is_authenticated else None
     servable, reason = price_chain().could_serve(symbol)
     if not servable:
         raise SymbolNotServed(reason)
     if use_cache:
         leader = PredictionRequest.objects.leader_for(symbol, horizon, strategy)
         if leader is not None:
-            return Submission(join(leader, owner), cached=False, joined=True)
-    request = PredictionRequest.objects.create(
-        symbol=symbol, horizon=horizon, strategy=strategy, user=owner, warm_start=warm_start
+            return Submission(join(leader, owner), joined=True)
+    request = PredictionRequest.queued(
+        symbol=symbol,
+        horizon=horizon,
+        strategy=strategy,
+        user=owner,
+        warm_start=warm_start,
+        joinable=use_cache,
+        dispatch_epoch=epoch(),
+        precomputed=precomputed,
     )
+    if gate is not None:
+        decision = admission.admit(
+            str(request.id), gate.client, request.deadline.timestamp(), gate.limit
+        )
+        if not decision.admitted:
+            raise NotAdmitted(decision)
+    try:
+        _insert(request)
+    except IntegrityError:  # an identical request became the leader a moment ago
+        admission.release(str(request.id))
+        leader = PredictionRequest.objects.leader_for(symbol, horizon, strategy)
+        if leader is None:
+            raise
+        return Submission(join(leader, owner), joined=True)
+    except BaseException:
+        admission.release(str(request.id))
+        raise
     progress.publish_request("submitted", request, use_cache=use_cache)
-    return Submission(request, cached=False)
+    return Submission(request)
+
+
+def _insert(request: PredictionRequest) -> None:
+    """Save a new request. A leader of the same question that is past its deadline but not
+    swept yet still holds the question: fail it (with its reason) and save again."""
+    for attempt in range(2):
+        try:
+            with transaction.atomic():
+                request.save(force_insert=True)
+            return
+        except IntegrityError:
+            question = PredictionRequest.objects.filter(
+                symbol=request.symbol, horizon=request.horizon, strategy=request.strategy
+            )
+            if attempt or not question.fail_stale():
+                raise

@@ -2,69 +2,18 @@
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
-from django.db import connection
 
-from workers import presence
-
-ROOT = Path(__file__).resolve().parent.parent
-WORKER_LOG = ROOT / "var" / f"test-worker-{os.getpid()}.log"
+from tests.support.processes import start_worker_process, stop_process, wait_for_worker
 
 
-def database_url_for_workers() -> str:
-    """The test database as a URL, so a worker process writes where the tests read."""
-    db = connection.settings_dict
-    if db["ENGINE"].endswith("sqlite3"):
-        return f"sqlite:///{Path(db['NAME']).resolve()}"
-    user = db.get("USER") or ""
-    password = f":{db['PASSWORD']}" if db.get("PASSWORD") else ""
-    auth = f"{user}{password}@" if user else ""
-    host = db.get("HOST") or "localhost"
-    port = f":{db['PORT']}" if db.get("PORT") else ""
-    return f"postgres://{auth}{host}{port}/{db['NAME']}"
-
-
-def wait_for_worker(hostname_prefix: str, proc: subprocess.Popen[bytes], timeout: float) -> str:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"worker exited early; see {WORKER_LOG}")
-        for worker in presence.alive_workers():
-            if worker["hostname"].startswith(hostname_prefix):
-                return worker["hostname"]
-        time.sleep(0.25)
-    raise RuntimeError(f"worker {hostname_prefix} did not come up in {timeout} s; see {WORKER_LOG}")
-
-
-def start_worker_process(name: str, queues: str, *, gpu: str = "off", concurrency: int = 2,
-                         extra_env: dict[str, str] | None = None) -> subprocess.Popen[bytes]:
-    env = {**os.environ, "DATABASE_URL": database_url_for_workers(), "WORKER_GPU": gpu}
-    env.update(extra_env or {})
-    WORKER_LOG.parent.mkdir(exist_ok=True)
-    log = open(WORKER_LOG, "ab")  # noqa: SIM115 - closed when the process ends
-    return subprocess.Popen(
-        [sys.executable, str(ROOT / "manage.py"), "start_worker", "--name", name,
-         "--queues", queues, "--concurrency", str(concurrency), "--gpu", gpu,
-         "--loglevel", "WARNING"],
-        cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-    )  # fmt: skip
-
-
-def stop_process(proc: subprocess.Popen[bytes], timeout: float = 20) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, 9)
-            proc.wait()
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """A test with a real worker process is an integration test (`make test-fast` skips it)."""
+    for item in items:
+        if "celery_worker" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.integration)
 
 
 @pytest.fixture(scope="session")
@@ -84,17 +33,31 @@ def api_client():
     return APIClient()
 
 
+@pytest.fixture
+def staff_api_client(api_client, django_user_model):
+    """An API client signed in as staff: it may list everyone's predictions and see which
+    host and process ran each stage."""
+    staff = django_user_model.objects.create_user("operator", is_staff=True)
+    api_client.force_authenticate(staff)
+    return api_client
+
+
 @pytest.fixture(autouse=True)
 def _clean_redis_state() -> Iterator[None]:
-    """Each test starts with an empty prediction cache and fresh routing answers.
+    """Each test starts with no stored answers, fresh rate limits, nothing in flight and
+    fresh routing answers.
 
-    Only our prediction keys go: the broker's queues and the heartbeats share this Redis.
+    Only those keys go: the broker's queues and the heartbeats share this Redis.
     """
+    from predictions.model_registry import forget_runs
     from predictions.redis_client import get_redis
     from workers import routing
 
     redis = get_redis()
-    for key in redis.scan_iter(match="stockserve:*prediction:*"):
-        redis.delete(key)
+    patterns = ("answer*", "throttle:*", "inflight*", "drained:*", "watchlist-bars:*")
+    for pattern in (f"stockserve:{p}" for p in patterns):
+        for key in redis.scan_iter(match=pattern):
+            redis.delete(key)
     routing.forget()
+    forget_runs()
     yield

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 
-from config.embedded_redis import EmbeddedRedis
+from devstack.redis import EmbeddedRedis
 
 _redis: EmbeddedRedis | None = None
 
@@ -23,8 +23,10 @@ os.environ.pop("CELERY_BROKER_URL", None)
 os.environ.pop("CELERY_RESULT_BACKEND", None)
 os.environ.setdefault("PRICE_PROVIDERS", "sample")
 os.environ.setdefault("MENTION_PROVIDERS", "sample")
+os.environ.setdefault("PRECOMPUTE_SYMBOLS", "")  # tests that want a watchlist set one
 os.environ.setdefault("THROTTLE_ANON", "10000/min")
 os.environ.setdefault("THROTTLE_USER", "10000/min")
+os.environ.setdefault("THROTTLE_EXPENSIVE", "10000/min")
 # Playwright's sync API keeps an event loop on the test thread; the ORM calls it makes
 # from there are still synchronous.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")

@@ -2,11 +2,18 @@
 
 Both only forward what the relay sends (pre-encoded JSON text) after a first snapshot,
 so a consumer costs one group membership and no per-event work. The dashboard is for
-staff: checked on connect and again, against the database, every RECHECK_SECONDS.
+staff: checked on connect and again, against the database, every RECHECK_SECONDS. A
+prediction's socket follows the REST API's rule for reading that prediction.
+
+Group memberships live in Redis: a Redis restart forgets them and the socket would stay
+open but silent. So each consumer joins its group again every REJOIN_SECONDS (joining
+is idempotent).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import time
 from typing import Any
@@ -19,12 +26,36 @@ from django.contrib.sessions.backends.base import SessionBase
 
 from predictions import progress
 from predictions.models import PredictionRequest
-from predictions.redis_client import get_redis
+from predictions.redis_client import get_redis, text
 from webui.events.groups import DASHBOARD_GROUP, SNAPSHOT_KEY, request_group
 
 FORBIDDEN = 4403
 NOT_FOUND = 4404
 RECHECK_SECONDS = 30.0
+REJOIN_SECONDS = 20.0
+
+
+class GroupMember(AsyncWebsocketConsumer):
+    """Joins `self.group` on connect and again every REJOIN_SECONDS until it disconnects."""
+
+    group = ""
+
+    async def join(self) -> None:
+        await self.channel_layer.group_add(self.group, self.channel_name)
+        self._rejoin = asyncio.create_task(self._rejoin_forever())
+
+    async def _rejoin_forever(self) -> None:
+        while True:
+            await asyncio.sleep(REJOIN_SECONDS)
+            with contextlib.suppress(Exception):  # Redis away: try again next time
+                await self.channel_layer.group_add(self.group, self.channel_name)
+
+    async def disconnect(self, code: int) -> None:
+        if hasattr(self, "_rejoin"):
+            self._rejoin.cancel()
+        if self.group:
+            with contextlib.suppress(Exception):
+                await self.channel_layer.group_discard(self.group, self.channel_name)
 
 
 def _is_staff(user: Any) -> bool:
@@ -36,11 +67,7 @@ def _still_staff(user_id: int, session: SessionBase | None) -> bool:
     """The user is still active staff and has not logged out (their session still exists)."""
     if session is not None and session.session_key and not session.exists(session.session_key):
         return False
-    return (
-        get_user_model()
-        .objects.filter(pk=user_id, is_active=True, is_staff=True)
-        .exists()
-    )
+    return get_user_model().objects.filter(pk=user_id, is_active=True, is_staff=True).exists()
 
 
 @sync_to_async
@@ -48,13 +75,14 @@ def _dashboard_snapshot() -> str:
     raw = get_redis().get(SNAPSHOT_KEY)
     if raw is None:
         return json.dumps({"type": "snapshot", "requests": [], "history": [], "waiting": True})
-    return raw.decode()
+    return text(raw)
 
 
 @database_sync_to_async
-def _request_snapshot(request_id: str) -> dict[str, Any] | None:
+def _request_snapshot(request_id: str, user: Any) -> dict[str, Any] | None:
+    """The request's current state, or None when it does not exist for this user."""
     request = PredictionRequest.objects.filter(id=request_id).first()
-    if request is None:
+    if request is None or not request.visible_to(user):
         return None
     stages = (request.result or {}).get("stages") or progress.stages(request_id)
     return {
@@ -68,19 +96,17 @@ def _request_snapshot(request_id: str) -> dict[str, Any] | None:
     }
 
 
-class DashboardConsumer(AsyncWebsocketConsumer):
+class DashboardConsumer(GroupMember):
     async def connect(self) -> None:
         user = self.scope.get("user")
         if not _is_staff(user):
             await self.close(code=FORBIDDEN)
             return
         self.checked_at = time.monotonic()
-        await self.channel_layer.group_add(DASHBOARD_GROUP, self.channel_name)
+        self.group = DASHBOARD_GROUP
+        await self.join()
         await self.accept()
         await self.send(text_data=await _dashboard_snapshot())
-
-    async def disconnect(self, code: int) -> None:
-        await self.channel_layer.group_discard(DASHBOARD_GROUP, self.channel_name)
 
     async def dashboard_batch(self, message: dict[str, Any]) -> None:
         if time.monotonic() - self.checked_at > RECHECK_SECONDS:
@@ -91,23 +117,20 @@ class DashboardConsumer(AsyncWebsocketConsumer):
         await self.send(text_data=message["text"])
 
 
-class PredictionConsumer(AsyncWebsocketConsumer):
-    """Anyone holding a request's id may follow it, as with `GET /api/v1/predictions/<id>/`."""
+class PredictionConsumer(GroupMember):
+    """Who may read the request through the REST API may follow it here; others are told
+    it does not exist, as the API tells them."""
 
     async def connect(self) -> None:
         self.request_id = str(self.scope["url_route"]["kwargs"]["request_id"])
-        snapshot = await _request_snapshot(self.request_id)
+        snapshot = await _request_snapshot(self.request_id, self.scope.get("user"))
         if snapshot is None:
             await self.close(code=NOT_FOUND)
             return
         self.group = request_group(self.request_id)
-        await self.channel_layer.group_add(self.group, self.channel_name)
+        await self.join()
         await self.accept()
         await self.send(text_data=json.dumps({"type": "request", "request": snapshot}))
-
-    async def disconnect(self, code: int) -> None:
-        if hasattr(self, "group"):
-            await self.channel_layer.group_discard(self.group, self.channel_name)
 
     async def request_update(self, message: dict[str, Any]) -> None:
         await self.send(text_data=message["text"])

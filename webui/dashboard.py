@@ -13,7 +13,7 @@ from django.shortcuts import render
 from django.views.decorators.csrf import ensure_csrf_cookie
 
 from predictions.forecasting.base import MAX_HORIZON
-from predictions.prices.sample import SampleProvider
+from predictions.prices.sample import SamplePriceProvider
 from workers.routing import QUEUES
 
 LOADTEST_MAX_REQUESTS = 5000
@@ -30,7 +30,7 @@ def dashboard(request: HttpRequest) -> HttpResponse:
 @staff_member_required
 @ensure_csrf_cookie
 def loadtest(request: HttpRequest) -> HttpResponse:
-    symbols = [s["symbol"] for s in SampleProvider().symbols()]
+    symbols = [s["symbol"] for s in SamplePriceProvider().symbols()]
     context = {
         "limits": {
             "max_requests": LOADTEST_MAX_REQUESTS,

@@ -41,7 +41,7 @@ class StockserveCollector(Collector):
     def _latency(snap: event_metrics.Snapshot) -> Iterator[Metric]:
         family = HistogramMetricFamily(
             "stockserve_prediction_latency_seconds",
-            "Submit to final state of a prediction; outcome cached = answered from the cache.",
+            "Submit to final state of a prediction run by the pipeline.",
             labels=["outcome"],
         )
         for outcome, hist in sorted(snap.latency.items()):
@@ -71,12 +71,22 @@ class StockserveCollector(Collector):
     def _counters(snap: event_metrics.Snapshot) -> Iterator[Metric]:
         requests = CounterMetricFamily(
             "stockserve_predictions",
-            "Prediction requests by event: submitted (to the pipeline), cached, done, failed.",
+            "Prediction requests by event: submitted (to the pipeline), cached (answered from "
+            "the cache), done, failed.",
             labels=["event"],
         )
         for event in ("submitted", "cached", "done", "failed"):
             requests.add_metric([event], snap.requests.get(event, 0))
         yield requests
+        refused = CounterMetricFamily(
+            "stockserve_admission_refusals",
+            "Requests that needed the pipeline and were refused: busy (at capacity, 503) or "
+            "over-share (the client had its share in progress, 429).",
+            labels=["reason"],
+        )
+        for reason in ("busy", "over-share"):
+            refused.add_metric([reason], snap.refused.get(reason, 0))
+        yield refused
         cache = CounterMetricFamily(
             "stockserve_cache_lookups", "Result cache lookups by result.", labels=["result"]
         )
@@ -114,11 +124,14 @@ REGISTRY.register(StockserveCollector())
 
 
 def _authorized(request: HttpRequest) -> bool:
-    token = settings.METRICS_TOKEN
-    if not token:
+    """The scrape's bearer token, or a staff session; anyone while DEBUG is on."""
+    if settings.DEBUG:
+        return True
+    user = getattr(request, "user", None)
+    if user is not None and user.is_active and user.is_staff:
         return True
     given = request.headers.get("Authorization", "")
-    return hmac.compare_digest(given.encode(), f"Bearer {token}".encode())
+    return hmac.compare_digest(given.encode(), f"Bearer {settings.METRICS_TOKEN}".encode())
 
 
 @csrf_exempt  # no state changes; a POST gets a JSON 405, not Django's HTML CSRF page

@@ -14,7 +14,7 @@ from predictions.prices.sample import SAMPLE_SYMBOLS
 @ensure_csrf_cookie
 def index(request: HttpRequest) -> HttpResponse:
     context = {
-        # Names only: describing them (SampleProvider.symbols) loads every series.
+        # Names only: describing them (SamplePriceProvider.symbols) loads every series.
         "offline_symbols": SAMPLE_SYMBOLS,
         "max_horizon": MAX_HORIZON,
         "providers": ", ".join(settings.PRICE_PROVIDERS),

@@ -1,7 +1,7 @@
 """Does this machine have a GPU that TensorFlow can use?
 
 Checked before the Celery worker starts, in a child process, so the worker's parent never
-imports TensorFlow (PITFALLS #5). A cheap look for an NVIDIA device comes first, so
+imports TensorFlow (docs/architecture.md, rule 5). A cheap look for an NVIDIA device comes first, so
 machines without one skip the 3 s TensorFlow import entirely.
 """
 
@@ -12,10 +12,7 @@ import shutil
 import subprocess
 import sys
 
-PROBE = (
-    "import tensorflow as tf; "
-    "print(len(tf.config.list_physical_devices('GPU')))"
-)
+PROBE = "import tensorflow as tf; print(len(tf.config.list_physical_devices('GPU')))"
 
 
 def _nvidia_device_present() -> bool:

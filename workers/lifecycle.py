@@ -1,7 +1,8 @@
-"""Worker start-up and shutdown: presence heartbeats and TensorFlow warm-up.
+"""Worker start-up and shutdown: presence heartbeats and each pool process's warm-up.
 
-TensorFlow is imported in each pool child right after the fork, never in the parent
-(PITFALLS #5), so the first request a worker serves is not 3-4 s slower than the next.
+TensorFlow is imported in each pool child right after the fork, never in the parent (it
+is not fork-safe), so the first request a worker serves is not seconds slower than the
+next; the heartbeat says how many pool processes are warm, for the readiness check.
 """
 
 from __future__ import annotations
@@ -12,9 +13,19 @@ import socket
 import time
 from typing import Any
 
-from celery.signals import task_postrun, worker_process_init, worker_ready, worker_shutdown
+from celery.signals import (
+    after_setup_logger,
+    task_postrun,
+    worker_process_init,
+    worker_process_shutdown,
+    worker_ready,
+    worker_shutdown,
+)
+from django.conf import settings
 
-from workers import presence
+from workers import presence, warmup
+
+REFRESH_WATCHLIST = "workers.tasks.refresh_watchlist"
 
 log = logging.getLogger(__name__)
 _heartbeat: presence.Heartbeat | None = None
@@ -33,12 +44,25 @@ def _worker_info(consumer: Any) -> dict[str, Any]:
     }
 
 
+@after_setup_logger.connect
+def quiet_per_task_lines(**kwargs: Any) -> None:
+    """No "received" and "succeeded: <whole result>" line per task at INFO: a prediction
+    is a dozen tasks and the results carry arrays, so they buried the worker's own lines.
+    The dashboard shows every task; failures are still logged."""
+    for name in ("celery.app.trace", "celery.worker.strategy"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
 @worker_ready.connect
 def start_heartbeat(sender: Any = None, **kwargs: Any) -> None:
     global _heartbeat
     _heartbeat = presence.Heartbeat(_worker_info(sender))
     _heartbeat.start()
     log.info("worker %s consuming %s", _heartbeat.info["hostname"], _heartbeat.info["queues"])
+    if "io" in _heartbeat.info["queues"] and settings.PRECOMPUTE_SYMBOLS:
+        # Beat's first look comes one interval after it starts; the watchlist should be
+        # answered as soon as a worker can answer it.
+        sender.app.send_task(REFRESH_WATCHLIST, queue="io", expires=60)
 
 
 @worker_shutdown.connect
@@ -49,19 +73,18 @@ def stop_heartbeat(**kwargs: Any) -> None:
 
 @worker_process_init.connect
 def prepare_pool_process(**kwargs: Any) -> None:
-    if os.environ.get("WORKER_WARM_TF") != "1":
+    try:
+        seconds = warmup.warm_up(warmup.queues_served())
+    except Exception:  # the process still serves; its tasks report their own errors
+        log.exception("warm-up failed in pid %s; it will not count as warm", os.getpid())
         return
-    from django.conf import settings
+    presence.mark_process_warm()
+    log.info("pool process %s warm after %.1f s", os.getpid(), seconds)
 
-    from predictions.forecasting.registry import get_model_class, warm_up_models
 
-    for name in settings.PREDICTION_MODELS:
-        get_model_class(name)  # import statsmodels & co. now, not on the first request
-    seconds = warm_up_models(
-        settings.PREDICTION_MODELS, intra_op_threads=settings.WORKER_TF_THREADS or None
-    )
-    if seconds:
-        log.info("TensorFlow ready in pid %s after %.1f s", os.getpid(), seconds)
+@worker_process_shutdown.connect
+def forget_pool_process(**kwargs: Any) -> None:
+    presence.forget_process()
 
 
 @task_postrun.connect

@@ -1,71 +1,36 @@
-"""Dispatching a prediction: the coordinator task, then one flat chord.
+"""Dispatching a prediction: hand it to its strategy, and fail it at once if that fails.
 
-    fetch_prices (io)  ->  chord([run_model x N (cpu|gpu), analyze_sentiment (io)],
-                                 combine_results (cpu))
-
-The coordinator launches the chord itself instead of nesting canvases (PITFALLS #3), and
-every header task expires at the request's deadline so nothing runs for a request that
-the sweeper has already failed.
+How each strategy runs its stages is in `workers/strategies/`; the tasks in `workers.tasks`.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from celery import current_app
 
-from celery import chord
-from django.conf import settings
-
-from predictions import progress, result_cache
 from predictions.models import PredictionRequest
 from workers import routing
+from workers.strategies import strategy_for
+
+
+def warm_up_dispatch() -> None:
+    """Load the result backend and a broker connection with our queues declared now; the
+    first dispatch in a web process otherwise paid ~75 ms for them."""
+    app = current_app
+    app.finalize(auto=True)  # binds the shared tasks
+    app.backend  # noqa: B018 - created on first use (an entry-point scan)
+    with app.producer_or_acquire() as producer:
+        for queue in routing.QUEUES:
+            producer.maybe_declare(app.amqp.queues[queue])
 
 
 def dispatch(request: PredictionRequest) -> None:
-    """Start the request's strategy; call after the row is committed (PITFALLS #6)."""
-    from workers import strategies
+    """Start the request's strategy; call once the row is committed (the worker reads it).
 
-    strategies.get(request.strategy).dispatch(request)
-
-
-def after_prices(request: PredictionRequest, price_key: str, prices_stage: dict[str, Any]) -> None:
-    """The coordinator stored the prices: the strategy launches what comes next."""
-    from workers import strategies
-
-    strategies.get(request.strategy).after_prices(request, price_key, prices_stage)
-
-
-def start_coordinator(request: PredictionRequest) -> None:
-    """Queue the coordinator task (`fetch_prices`) of the chord and cascade strategies."""
-    from workers.tasks import fetch_prices
-
-    fetch_prices.apply_async((str(request.id),), queue=routing.IO, expires=request.deadline)
-
-
-def launch_chord(request: PredictionRequest, price_key: str, prices_stage: dict[str, Any]) -> None:
-    from workers.tasks import analyze_sentiment, chord_failed, combine_results, run_model
-
-    request_id = str(request.id)
-    header = [
-        run_model.si(request_id, name, price_key, request.horizon).set(
-            queue=routing.queue_for_model(name), expires=request.deadline
-        )
-        for name in settings.PREDICTION_MODELS
-    ]
-    header.append(
-        analyze_sentiment.si(request_id, request.symbol).set(
-            queue=routing.IO, expires=request.deadline
-        )
-    )
-    body = combine_results.s(request_id=request_id, prices_stage=prices_stage).set(
-        queue=routing.CPU
-    )
-    body.on_error(chord_failed.s(request_id=request_id).set(queue=routing.IO))
-    chord(header)(body)
-
-
-def finish(request: PredictionRequest, result: dict[str, Any]) -> None:
-    if request.mark_done(result):
-        result_cache.put_cached(
-            request.symbol, request.horizon, result["data"]["last_bar_date"], result
-        )
-        progress.publish_request("done", request)
+    If the broker cannot take the first task, the request fails at once with the reason
+    (instead of waiting for its deadline) and the error goes up to the caller.
+    """
+    try:
+        strategy_for(request.strategy).dispatch(request)
+    except Exception as exc:
+        request.mark_failed(f"The request could not be queued: {exc}")
+        raise

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import socket
 import threading
 import time
 from typing import Any
@@ -19,6 +21,12 @@ from predictions.redis_client import get_redis
 
 WORKERS_KEY = "stockserve:workers"
 TASKS_DONE_KEY = "stockserve:worker-tasks"
+WARM_TTL_SECONDS = 7 * 86400
+
+
+def _warm_key(host: str, main_pid: int) -> str:
+    """Pool processes that finished warming up, per worker (its host and main process)."""
+    return f"stockserve:warm:{host}:{main_pid}"
 
 
 def _stale_after() -> float:
@@ -32,6 +40,30 @@ def announce(info: dict[str, Any]) -> None:
 
 def withdraw(hostname: str) -> None:
     get_redis().hdel(WORKERS_KEY, hostname)
+
+
+def mark_process_warm() -> None:
+    """Called in a pool process once it has warmed up; its parent is the worker."""
+    key = _warm_key(socket.gethostname(), os.getppid())
+    pipe = get_redis().pipeline(transaction=False)
+    pipe.sadd(key, os.getpid())
+    pipe.expire(key, WARM_TTL_SECONDS)
+    pipe.execute()
+
+
+def forget_process() -> None:
+    with contextlib.suppress(Exception):
+        get_redis().srem(_warm_key(socket.gethostname(), os.getppid()), os.getpid())
+
+
+def warm_processes() -> int:
+    """In the worker's main process: how many of its pool processes are warm."""
+    return int(get_redis().scard(_warm_key(socket.gethostname(), os.getpid())))
+
+
+def is_ready(worker: dict[str, Any]) -> bool:
+    """Every pool process of this live worker has warmed up."""
+    return int(worker.get("warm_processes") or 0) >= int(worker.get("concurrency") or 1)
 
 
 def count_task(hostname: str) -> None:
@@ -72,9 +104,13 @@ class Heartbeat(threading.Thread):
 
     def run(self) -> None:
         while not self.stopped.is_set():
+            entry = dict(self.info)
             with contextlib.suppress(Exception):  # Redis may blip; the next beat retries
-                announce(self.info)
-            self.stopped.wait(settings.WORKER_HEARTBEAT_SECONDS)
+                entry["warm_processes"] = warm_processes()
+                announce(entry)
+            # Beat every second while warming up, so readiness shows soon after it is reached.
+            interval = settings.WORKER_HEARTBEAT_SECONDS if is_ready(entry) else 1.0
+            self.stopped.wait(interval)
 
     def stop(self) -> None:
         self.stopped.set()

@@ -9,12 +9,14 @@ import time
 
 from django.conf import settings
 
-from predictions.forecasting.registry import model_info
+from predictions.forecasting.catalog import model_info
 from workers import presence
 
 IO, CPU, GPU = "io", "cpu", "gpu"
 QUEUES = (IO, CPU, GPU)
+REQUIRED_QUEUES = (IO, CPU)  # a default request needs both; gpu work falls back to cpu
 _cache: dict[str, tuple[float, bool]] = {}
+_processes: dict[str, tuple[float, int]] = {}
 
 
 def has_consumers(queue: str) -> bool:
@@ -30,6 +32,24 @@ def has_consumers(queue: str) -> bool:
     return answer
 
 
+def model_processes() -> int:
+    """Pool processes of live workers that run models (`cpu` or `gpu`), cached like above."""
+    now = time.monotonic()
+    cached = _processes.get("model")
+    if cached and now - cached[0] < settings.ROUTING_CACHE_SECONDS:
+        return cached[1]
+    try:
+        count = sum(
+            int(w.get("concurrency") or 1)
+            for w in presence.alive_workers()
+            if {CPU, GPU} & set(w.get("queues", []))
+        )
+    except Exception:  # without presence data, admission falls back to its floor
+        count = 0
+    _processes["model"] = (now, count)
+    return count
+
+
 def queue_for_model(name: str) -> str:
     info = {m["name"]: m for m in model_info()}
     if info.get(name, {}).get("benefits_from_gpu") and has_consumers(GPU):
@@ -40,3 +60,4 @@ def queue_for_model(name: str) -> str:
 def forget() -> None:
     """Drop the cached answers (tests, and workers that just changed queues)."""
     _cache.clear()
+    _processes.clear()

@@ -1,8 +1,9 @@
-"""Celery tasks: thin wrappers that time a stage, call the domain, and report.
+"""Celery tasks: thin wrappers that load the request, call a stage or a strategy, and report.
 
 Header tasks of a chord never raise for expected failures: a raised error would kill the
-whole chord (PITFALLS #1). They return `{"ok": False, "error": ...}` instead, so the
-combiner still runs and the prediction says which part failed and why.
+whole chord (Celery then skips the callback). They return `{"ok": False, "error": ...}`
+instead (`workers.parts`), so the combiner still runs and the prediction says which part
+failed and why.
 """
 
 from __future__ import annotations
@@ -16,10 +17,10 @@ from celery.exceptions import SoftTimeLimitExceeded
 from predictions import price_store
 from predictions.models import PredictionRequest
 from predictions.prices import PriceDataError
-from workers import pipeline, stages
-from workers.stage import StageClock
-from workers.strategies import cascade as cascade_strategy
-from workers.strategies import centralized
+from predictions.results import ModelPart, Part, SentimentPart, StageRecord
+from workers import parts, stages, watchlist
+from workers.stage_clock import StageClock
+from workers.strategies import cascade, centralized, strategy_for
 
 log = logging.getLogger(__name__)
 
@@ -33,8 +34,8 @@ def _load_request(request_id: str) -> PredictionRequest | None:
 
 
 @shared_task(bind=True, name="workers.tasks.fetch_prices", ignore_result=False)
-def fetch_prices(self, request_id: str) -> dict[str, Any] | None:
-    """Coordinator: fetch and store prices, then launch the flat chord of the pipeline."""
+def fetch_prices(self: Any, request_id: str) -> dict[str, Any] | None:
+    """Coordinator: fetch and store prices, then let the strategy launch what comes next."""
     request = _load_request(request_id)
     if request is None:
         return None
@@ -51,63 +52,30 @@ def fetch_prices(self, request_id: str) -> dict[str, Any] | None:
         price_key=key, data_source=history.source, last_bar_date=history.last_bar_date
     )
     stage = clock.finish("ok", f"{len(history)} bars from {history.source}")
-    pipeline.after_prices(request, key, stage)
+    strategy_for(request.strategy).after_prices(request, key, stage)
     return {"ok": True, "price_key": key, "stage": stage}
 
 
 @shared_task(bind=True, name="workers.tasks.run_model", ignore_result=False)
-def run_model(self, request_id: str, model: str, price_key: str, horizon: int) -> dict[str, Any]:
-    clock = StageClock(self, f"model:{model}", request_id)
-    try:
-        warm = PredictionRequest.objects.filter(id=request_id).values_list("warm_start", flat=True)
-        run = stages.run_model(
-            model,
-            price_store.load(price_key),
-            horizon,
-            warm_start=warm.first() is not False,
-            worker=self.request.hostname or "",
-        )
-    except SoftTimeLimitExceeded:
-        run = {"model": model, "ok": False, "error": f"{model} ran past its time limit"}
-    except Exception as exc:  # report, never kill the chord
-        log.exception("model %s failed for %s", model, request_id)
-        run = {"model": model, "ok": False, "error": f"{model} failed: {exc}"}
-    run["stage"] = clock.finish("ok" if run["ok"] else "error", run.get("error"))
-    return run
+def run_model(
+    self: Any, request_id: str, model: str, price_key: str, horizon: int, warm_start: bool = True
+) -> ModelPart:
+    history = price_store.load(price_key)
+    return parts.model_part(self, request_id, model, history, horizon, warm_start)
 
 
 @shared_task(bind=True, name="workers.tasks.analyze_sentiment", ignore_result=False)
-def analyze_sentiment(self, request_id: str, symbol: str) -> dict[str, Any]:
-    clock = StageClock(self, "sentiment", request_id)
-    try:
-        summary = stages.sentiment(symbol)
-        outcome = {"kind": "sentiment", "ok": True, "sentiment": summary}
-    except SoftTimeLimitExceeded:
-        outcome = {"kind": "sentiment", "ok": False, "error": "sentiment ran past its time limit"}
-    except Exception as exc:  # a missing sentiment must not lose the prediction
-        log.exception("sentiment failed for %s", request_id)
-        outcome = {"kind": "sentiment", "ok": False, "error": f"sentiment unavailable: {exc}"}
-    outcome["stage"] = clock.finish("ok" if outcome["ok"] else "error", outcome.get("error"))
-    return outcome
+def analyze_sentiment(self: Any, request_id: str, symbol: str) -> SentimentPart:
+    return parts.sentiment_part(self, request_id, symbol)
 
 
 @shared_task(bind=True, name="workers.tasks.combine_results", ignore_result=False)
 def combine_results(
-    self, parts: list[dict[str, Any]], request_id: str, prices_stage: dict[str, Any]
+    self: Any, done: list[Part], request_id: str, prices_stage: StageRecord
 ) -> dict[str, Any] | None:
+    """The chord's callback: the result, then the request done (or failed, with why)."""
     request = _load_request(request_id)
-    if request is None:
-        return None
-    clock = StageClock(self, "combine", request_id)
-    try:
-        result = stages.assemble(request, parts, prices_stage, clock)
-    except Exception as exc:  # the request must reach a final state
-        log.exception("combine failed for %s", request_id)
-        clock.finish("error", str(exc))
-        request.mark_failed(f"Could not combine the forecasts: {exc}")
-        return {"ok": False, "error": str(exc)}
-    pipeline.finish(request, result)
-    return {"ok": True}
+    return None if request is None else parts.finish(self, request, done, prices_stage)
 
 
 @shared_task(name="workers.tasks.chord_failed")
@@ -118,14 +86,8 @@ def chord_failed(task_request: Any, exc: Exception, traceback: Any, request_id: 
         request.mark_failed(f"The pipeline failed unexpectedly: {exc!r}")
 
 
-@shared_task(name="workers.tasks.sweep_stale_predictions")
-def sweep_stale_predictions() -> int:
-    """Periodic: mark requests past their deadline failed (Celery has no chord timeout)."""
-    return PredictionRequest.objects.fail_stale()
-
-
 @shared_task(bind=True, name="workers.tasks.run_centralized", ignore_result=False)
-def run_centralized(self, request_id: str) -> dict[str, Any] | None:
+def run_centralized(self: Any, request_id: str) -> dict[str, Any] | None:
     """The `centralized` strategy: every stage of the pipeline in this one task."""
     request = _load_request(request_id)
     return None if request is None else centralized.run(self, request)
@@ -133,26 +95,32 @@ def run_centralized(self, request_id: str) -> dict[str, Any] | None:
 
 @shared_task(bind=True, name="workers.tasks.cascade_decide", ignore_result=False)
 def cascade_decide(
-    self, parts: list[dict[str, Any]], request_id: str, price_key: str, prices_stage: dict[str, Any]
+    self: Any, done: list[Part], request_id: str, price_key: str, prices_stage: StageRecord
 ) -> dict[str, Any] | None:
     """`cascade`: judge the cheap models; answer now or launch the deep models' chord."""
     request = _load_request(request_id)
-    if request is None:
-        return None
-    return cascade_strategy.decide(self, request, parts, price_key, prices_stage)
+    return None if request is None else cascade.decide(self, request, done, price_key, prices_stage)
 
 
 @shared_task(bind=True, name="workers.tasks.cascade_finish", ignore_result=False)
 def cascade_finish(
-    self,
-    parts: list[dict[str, Any]],
+    self: Any,
+    done: list[Part],
     request_id: str,
-    prices_stage: dict[str, Any],
-    earlier: list[dict[str, Any]],
+    prices_stage: StageRecord,
+    earlier: list[Part],
     cascade: dict[str, Any],
 ) -> dict[str, Any] | None:
     """`cascade` after escalation: combine the cheap and the deep models' results."""
     request = _load_request(request_id)
     if request is None:
         return None
-    return cascade_strategy.finish(self, request, [*earlier, *parts], prices_stage, cascade)
+    finished = parts.finish(self, request, [*earlier, *done], prices_stage, {"cascade": cascade})
+    return {**finished, "escalated": True}
+
+
+@shared_task(name="workers.tasks.refresh_watchlist")
+def refresh_watchlist() -> dict[str, Any]:
+    """Beat's job: start what the watchlist needs (`workers.watchlist`)."""
+    outcome = watchlist.refresh()
+    return {"started": outcome.started, "fresh": outcome.fresh, "deferred": outcome.deferred}

@@ -12,7 +12,6 @@ import contextlib
 import json
 import os
 import threading
-import time
 from abc import abstractmethod
 from typing import Any, ClassVar
 
@@ -29,6 +28,7 @@ from ._windows import (  # noqa: E402
     latest_window,
     training_windows,
     unscale_targets,
+    windows_at,
 )
 from .base import MAX_HORIZON, Forecaster, ForecastError  # noqa: E402
 
@@ -166,6 +166,17 @@ class DeepForecaster(Forecaster):
             y_scaled = np.asarray(network.model.predict_on_batch(x))[0]
         return unscale_targets(y_scaled, self._scaling)[:horizon]
 
+    def _predict_cum_log_returns_batch(
+        self, prices: np.ndarray, origins: np.ndarray, horizon: int
+    ) -> np.ndarray:
+        assert self._scaling is not None
+        x = windows_at(prices, origins, int(self.params["window"]), self._scaling)
+        network = self._network()
+        with network.lock:
+            network.load(self._weights, self._token)
+            y_scaled = np.asarray(network.model.predict_on_batch(x))
+        return unscale_targets(y_scaled, self._scaling)[:, :horizon]
+
     def _arrays(self) -> dict[str, np.ndarray]:
         assert self._scaling is not None
         weights = {f"w{i}": np.asarray(w) for i, w in enumerate(self._weights)}
@@ -184,28 +195,3 @@ class DeepForecaster(Forecaster):
             if not np.all(np.isfinite(got)):
                 raise ValueError(f"weight {i} is not finite")
         self._weights, self._token, self._scaling = weights, object(), scaling
-
-
-def warm_up_tensorflow(intra_op_threads: int | None = None) -> float:
-    """Import TF and run one tiny forward pass of each deep model; returns seconds taken.
-
-    Why: a worker child calls this at start-up so the first real task does not pay
-    for TF initialisation and graph tracing. ``intra_op_threads`` (e.g. 1 when
-    several worker children share two cores) only applies before TF's runtime starts.
-    """
-    start = time.perf_counter()
-    if intra_op_threads is not None:
-        try:
-            tf.config.threading.set_intra_op_parallelism_threads(int(intra_op_threads))
-            tf.config.threading.set_inter_op_parallelism_threads(int(intra_op_threads))
-        except RuntimeError:
-            pass  # the runtime is already initialised; keep its threads
-    from .lstm import LSTMForecaster
-    from .tcn import TCNForecaster
-
-    for cls in (LSTMForecaster, TCNForecaster):
-        network = cls()._network()  # the same network the default-params models will use
-        with network.lock:
-            window = int(cls.default_params["window"])
-            network.model.predict_on_batch(np.zeros((1, window, 1), np.float32))
-    return time.perf_counter() - start

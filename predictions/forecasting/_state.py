@@ -26,7 +26,8 @@ _PREFIX = struct.Struct(">4sBI")  # magic, format version, header length
 def pack_state(header: dict[str, Any], arrays: dict[str, np.ndarray]) -> bytes:
     """Serialize a JSON header and named arrays into one self-describing blob."""
     buffer = io.BytesIO()
-    np.savez(buffer, **{key: np.asarray(value) for key, value in arrays.items()})
+    named: dict[str, Any] = {key: np.asarray(value) for key, value in arrays.items()}
+    np.savez(buffer, **named)
     payload = buffer.getvalue()
     full_header = {**header, "payload_sha256": hashlib.sha256(payload).hexdigest()}
     raw_header = json.dumps(full_header, sort_keys=True, allow_nan=False).encode("utf-8")

@@ -102,3 +102,20 @@ def latest_window(prices: np.ndarray, window: int, scaling: Scaling) -> np.ndarr
 def unscale_targets(y_scaled: np.ndarray, scaling: Scaling) -> np.ndarray:
     """Back from standardized model outputs to cumulative log returns."""
     return np.asarray(y_scaled, dtype=np.float64) * scaling.y_std + scaling.y_mean
+
+
+def windows_at(
+    prices: np.ndarray, origins: np.ndarray, window: int, scaling: Scaling
+) -> np.ndarray:
+    """The window before each origin (row i sees prices[: origins[i]]), shaped (n, window, 1).
+
+    Row i equals ``latest_window(prices[: origins[i]], ...)``; stacking them lets a deep
+    model score every backtest origin in one forward pass.
+    """
+    ends = np.asarray(origins, dtype=np.int64)
+    if len(ends) and ends.min() < window + 1:
+        raise ForecastError(f"need at least {window + 1} prices before every origin")
+    z = (np.diff(np.log(prices)) - scaling.x_mean) / scaling.x_std
+    # returns[o - 1 - window : o - 1] are the last `window` returns seen at origin o
+    views = sliding_window_view(z, window)[ends - 1 - window]
+    return views[..., None].astype(np.float32)

@@ -67,6 +67,28 @@ class ARIMAForecaster(Forecaster):
             path = np.asarray(result.forecast(horizon), dtype=np.float64)
         return path - log_prices[-1]
 
+    def _predict_cum_log_returns_batch(
+        self, prices: np.ndarray, origins: np.ndarray, horizon: int
+    ) -> np.ndarray:
+        """Pure AR(p) on differences (q = 0): the Kalman filter's forecast is the plain AR
+        recursion on the last p returns, so every origin is one vectorized step per day."""
+        p, _, q = (int(x) for x in self.params["order"])
+        if q != 0:
+            return super()._predict_cum_log_returns_batch(prices, origins, horizon)
+        drift, phi = self._params[0], self._params[1 : 1 + p]
+        returns = np.diff(np.log(prices))
+        # lagged[i, j]: demeaned return j + 1 days before origin i (the return into o - 1 first)
+        lagged = np.stack([returns[origins - 2 - j] - drift for j in range(p)], axis=1)
+        out = np.empty((len(origins), horizon))
+        cum = np.zeros(len(origins))
+        for step in range(horizon):
+            nxt = lagged @ phi if p else np.zeros(len(origins))
+            cum = cum + drift + nxt
+            out[:, step] = cum
+            if p:
+                lagged = np.concatenate([nxt[:, None], lagged[:, :-1]], axis=1)
+        return out
+
     def _arrays(self) -> dict[str, np.ndarray]:
         return {"params": self._params}
 

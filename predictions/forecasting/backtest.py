@@ -17,9 +17,11 @@ import numpy as np
 from numpy.lib.stride_tricks import sliding_window_view
 
 from .base import Forecaster, ForecastError, StateError, check_horizon, check_prices
-from .registry import get_model_class, get_spec
+from .catalog import get_model_class, get_spec
 
 Metrics = dict[str, float | int | None]
+HOLDOUT = 120  # bars held out of training and scored by the backtest
+STEP = 1  # every bar of the holdout is an origin: batched predictions make that cheap
 
 
 def _finite_or_none(value: float) -> float | None:
@@ -132,8 +134,8 @@ def walk_forward(
     prices: np.ndarray,
     horizon: int,
     *,
-    holdout: int = 120,
-    step: int = 5,
+    holdout: int = HOLDOUT,
+    step: int = STEP,
     seed: int = 0,
     params: dict[str, Any] | None = None,
     model: Forecaster | None = None,
@@ -162,7 +164,7 @@ def walk_forward(
 
     start = time.perf_counter()
     origins = np.arange(n_train, len(clean) - steps + 1, step)
-    forecasts = np.stack([model.predict(clean[:o], steps) for o in origins])
+    forecasts = model.predict_batch(clean, origins, steps)
     actuals = np.stack([clean[o : o + steps] for o in origins])
     origin_prices = clean[origins - 1]
     return BacktestResult(
@@ -199,6 +201,7 @@ class ModelRun:
     state_status: str  # "none", "loaded", "stale" or "invalid: <reason>"
     n_train: int
     state: bytes = field(repr=False, default=b"")
+    backtest_step: int = STEP  # origin stride of the backtest: the band is calibrated for it
 
     def as_dict(self, *, include_state: bool = False) -> dict[str, Any]:
         """JSON-safe dict in the shape combine() expects (state bytes left out by default)."""
@@ -220,6 +223,7 @@ class ModelRun:
             "mode": self.mode,
             "state_status": self.state_status,
             "n_train": self.n_train,
+            "backtest_step": self.backtest_step,
         }
         if include_state:
             out["state"] = self.state
@@ -278,8 +282,8 @@ def evaluate_and_forecast(
     seed: int = 0,
     state: bytes | None = None,
     *,
-    holdout: int = 120,
-    step: int = 5,
+    holdout: int = HOLDOUT,
+    step: int = STEP,
     params: dict[str, Any] | None = None,
 ) -> ModelRun:
     """Backtest the named model and forecast ``horizon`` days after ``prices[-1]``.
@@ -346,5 +350,6 @@ def evaluate_and_forecast(
         mode=mode,
         state_status=state_status,
         n_train=len(prefix),
+        backtest_step=step,
         state=model.get_state() if trained else bytes(state or b""),
     )

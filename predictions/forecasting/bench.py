@@ -19,8 +19,8 @@ import numpy as np
 
 from .backtest import walk_forward
 from .base import ForecastError
+from .catalog import MODEL_NAMES, get_model_class
 from .combine import combine
-from .registry import MODEL_NAMES, get_model_class, warm_up_models
 
 _PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 
@@ -147,6 +147,8 @@ def run_benchmark(
         if isinstance(symbols, Mapping)
         else {s: sample_prices(s) for s in symbols}
     )
+    from .warmup import warm_up_models  # TensorFlow only when a benchmark runs
+
     warm_up_seconds = warm_up_models(chosen) if warm_up else 0.0
     rows: list[dict[str, Any]] = []
     for symbol, prices in series.items():

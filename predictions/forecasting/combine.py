@@ -12,9 +12,12 @@ from typing import Any
 
 import numpy as np
 
+from . import doubt
 from .base import ForecastError, check_horizon
+from .calibration import INTERVAL_LEVEL, Calibration, band, load_calibration, pooled_offsets
+from .weighting import inverse_error_weights, out_of_sample_skill
 
-INTERVAL_LEVEL = 0.8
+__all__ = ["INTERVAL_LEVEL", "combine", "ensure_finite", "sentiment_tilt"]
 FULL_SENTIMENT_COUNT = 20  # posts needed before sentiment gets its full (bounded) say
 
 
@@ -70,27 +73,6 @@ def _usable(run: dict[str, Any], horizon: int) -> tuple[np.ndarray | None, float
     return forecast, float(mae), ""
 
 
-def _select_against_baseline(usable: list[dict[str, Any]], baseline: str | None) -> None:
-    """Mark members whose backtest MAE is worse than the baseline's as excluded."""
-    reference = next((e for e in usable if e["run"].get("model") == baseline), None)
-    for entry in usable:
-        entry["excluded"] = None
-        if reference is None or entry is reference or entry["mae"] <= reference["mae"]:
-            continue
-        entry["excluded"] = (
-            f"backtest MAE {entry['mae']:.4g} is worse than the {baseline} baseline's "
-            f"{reference['mae']:.4g}"
-        )
-
-
-def weighted_quantile(values: np.ndarray, weights: np.ndarray, q: float) -> float:
-    """Quantile of a weighted sample (interpolated on the weighted CDF midpoints)."""
-    order = np.argsort(values)
-    v, w = values[order], weights[order]
-    cdf = (np.cumsum(w) - 0.5 * w) / w.sum()
-    return float(np.interp(q, cdf, v))
-
-
 def _step_residuals(run: dict[str, Any], horizon: int) -> list[np.ndarray] | None:
     """Per-step log residuals (list of arrays, one per step) from a run's backtest summary.
 
@@ -116,9 +98,14 @@ def _step_residuals(run: dict[str, Any], horizon: int) -> list[np.ndarray] | Non
 
 
 def _interval(
-    usable: list[dict[str, Any]], path: np.ndarray, spread: np.ndarray, horizon: int
+    usable: list[dict[str, Any]],
+    path: np.ndarray,
+    spread: np.ndarray,
+    horizon: int,
+    calibration: Calibration,
 ) -> dict[str, Any] | None:
-    """80% band: weighted pooled residual quantiles around ``path``, widened by half the spread."""
+    """80% band: weighted pooled backtest log-residual quantiles around ``path``, widened by
+    half the spread, then stretched per step by the calibration's conformal factor."""
     pooled: list[tuple[list[np.ndarray], float]] = []
     for entry in usable:
         residuals = _step_residuals(entry["run"], horizon)
@@ -126,23 +113,59 @@ def _interval(
             pooled.append((residuals, entry["weight"]))
     if not pooled:
         return None
-    q_lo, q_hi = (1 - INTERVAL_LEVEL) / 2, 1 - (1 - INTERVAL_LEVEL) / 2
-    lower, upper = np.empty(horizon), np.empty(horizon)
-    for t in range(horizon):
-        values = np.concatenate([res[t] for res, _ in pooled])
-        weights = np.concatenate([np.full(len(res[t]), w / len(res[t])) for res, w in pooled])
-        lower[t] = path[t] * math.exp(weighted_quantile(values, weights, q_lo)) - spread[t] / 2
-        upper[t] = path[t] * math.exp(weighted_quantile(values, weights, q_hi)) + spread[t] / 2
-    # A biased residual distribution could leave the point forecast outside; never show that.
-    lower = np.maximum(np.minimum(lower, path), 0.0)
-    upper = np.maximum(upper, path)
+    probs = np.array([(1 - INTERVAL_LEVEL) / 2, 1 - (1 - INTERVAL_LEVEL) / 2])
+    offsets = np.array(
+        [
+            pooled_offsets([res[t] for res, _ in pooled], [w for _, w in pooled], probs)
+            for t in range(horizon)
+        ]
+    )
+    strides = {_backtest_step(e["run"]) for e in usable} - {None}
+    stride = strides.pop() if len(strides) == 1 else None
+    scales = np.array([calibration.scale_for(t + 1, stride) for t in range(horizon)])
+    lower, upper = band(path, offsets[:, 0], offsets[:, 1], spread, scales)
+    coverage = calibration.coverage_for(horizon)
+    applied = bool(calibration.interval_scale) and (
+        calibration.scale_for(horizon, stride) == calibration.scale_for(horizon)
+    )
     return {
         "level": INTERVAL_LEVEL,
         "lower": lower.tolist(),
         "upper": upper.tolist(),
-        "method": "weighted pooled backtest log-residual quantiles + half the model spread",
+        "method": (
+            "weighted pooled backtest log-residual quantiles + half the model spread, "
+            "stretched by a conformal factor per step"
+        ),
         "n_models": len(pooled),
+        "calibration": {
+            "scale": scales.tolist(),
+            "applied": applied,
+            "source": (
+                calibration.source
+                if applied or not calibration.interval_scale
+                else f"not applied: runs backtested every {stride} bars, table tuned for "
+                f"{calibration.backtest_step}"
+            ),
+            # Day-h coverage measured on held-out history (nearest evaluated horizon):
+            # "after" for a stretched band, "before" for one left as built.
+            "measured_coverage": coverage,
+        },
     }
+
+
+def _backtest_step(run: dict[str, Any]) -> int | None:
+    """The run's backtest origin stride: stated, else read off its origins (runs stored
+    before the stride was stated were backtested every 5th bar)."""
+    step = run.get("backtest_step")
+    if isinstance(step, int) and not isinstance(step, bool):
+        return step
+    origins = (run.get("backtest") or {}).get("origins") if isinstance(run, dict) else None
+    if isinstance(origins, list) and len(origins) >= 2:
+        try:
+            return int(origins[1]) - int(origins[0])
+        except (TypeError, ValueError):
+            return None
+    return None
 
 
 def sentiment_tilt(sentiment: dict[str, Any] | None, max_adjust: float) -> tuple[float, str]:
@@ -180,6 +203,7 @@ def _baseline_comparison(
     )
 
     ensemble_mae, method = _exact_ensemble_mae(usable, weights, horizon)
+    out_of_sample = _out_of_sample(usable, horizon)
     if ensemble_mae is None:
         ensemble_mae = float(weights @ maes)
         method = "upper bound: weighted mean of member MAEs (ensemble MAE is at most this)"
@@ -190,7 +214,8 @@ def _baseline_comparison(
     vs_naive = skill(naive_mae)
     note = (
         "Skill = 1 − ensemble MAE / reference MAE on the same backtest origins; > 0 beats it. "
-        "Weights come from these same backtests, so the ensemble's skill is slightly optimistic."
+        "Weights come from these same backtests, so this skill is slightly optimistic; "
+        "`out_of_sample` scores weights chosen on earlier origins on later ones."
     )
     return {
         "ensemble_mae": ensemble_mae,
@@ -203,28 +228,55 @@ def _baseline_comparison(
         "beats_naive_drift": None if vs_naive is None else vs_naive > 0,
         "best_member": usable[int(np.argmin(maes))]["run"].get("model"),
         "note": note,
+        "out_of_sample": out_of_sample,
     }
+
+
+def _out_of_sample(usable: list[dict[str, Any]], horizon: int) -> dict[str, Any] | None:
+    """Skill of weights chosen on the earlier backtest origins, on the later ones."""
+    aligned = _aligned_paths(usable, horizon)
+    if aligned is None:
+        return None
+    forecasts, actuals, origin_prices = aligned
+    if origin_prices is None:
+        return None
+    names = [str(e["run"].get("model")) for e in usable]
+    return out_of_sample_skill(forecasts, actuals, origin_prices, names, "naive")
+
+
+def _aligned_paths(
+    usable: list[dict[str, Any]], horizon: int
+) -> tuple[list[np.ndarray], np.ndarray, np.ndarray | None] | None:
+    """Members' backtest paths on shared origins (forecasts, actuals, origin prices), or None."""
+    paths = [e["run"].get("backtest") for e in usable]
+    if not all(isinstance(p, dict) and p.get("forecasts") for p in paths):
+        return None
+    try:
+        origins = [tuple(p["origins"]) for p in paths]
+        forecasts = [np.asarray(p["forecasts"], dtype=np.float64) for p in paths]
+        actuals = np.asarray(paths[0]["actuals"], dtype=np.float64)
+        origin_prices = np.asarray(paths[0].get("origin_prices") or [], dtype=np.float64)
+    except (KeyError, TypeError, ValueError):
+        return None
+    if len(set(origins)) != 1 or any(f.shape != actuals.shape for f in forecasts):
+        return None
+    if actuals.ndim != 2 or actuals.shape[1] < horizon or not np.all(np.isfinite(actuals)):
+        return None
+    if origin_prices.shape != (len(actuals),):  # old runs: the MAE, not the split
+        return [f[:, :horizon] for f in forecasts], actuals[:, :horizon], None
+    return [f[:, :horizon] for f in forecasts], actuals[:, :horizon], origin_prices
 
 
 def _exact_ensemble_mae(
     usable: list[dict[str, Any]], weights: np.ndarray, horizon: int
 ) -> tuple[float | None, str]:
     """MAE of the weighted ensemble path on the members' shared backtest origins, if possible."""
-    paths = [e["run"].get("backtest") for e in usable]
-    if not all(isinstance(p, dict) and p.get("forecasts") for p in paths):
+    aligned = _aligned_paths(usable, horizon)
+    if aligned is None:
         return None, ""
-    try:
-        origins = [tuple(p["origins"]) for p in paths]
-        forecasts = [np.asarray(p["forecasts"], dtype=np.float64) for p in paths]
-        actuals = np.asarray(paths[0]["actuals"], dtype=np.float64)
-    except (KeyError, TypeError, ValueError):
-        return None, ""
-    if len(set(origins)) != 1 or any(f.shape != actuals.shape for f in forecasts):
-        return None, ""
-    if actuals.ndim != 2 or actuals.shape[1] < horizon or not np.all(np.isfinite(actuals)):
-        return None, ""
+    forecasts, actuals, _ = aligned
     ensemble = sum(w * f for w, f in zip(weights, forecasts, strict=True))
-    mae = float(np.mean(np.abs(actuals[:, :horizon] - ensemble[:, :horizon])))
+    mae = float(np.mean(np.abs(actuals - ensemble)))
     return (mae, "exact: weighted ensemble path scored on the shared backtest origins")
 
 
@@ -235,8 +287,9 @@ def combine(
     horizon: int,
     *,
     sentiment_max_adjust: float = 0.01,
-    unsure_threshold: float = 0.05,
+    unsure_threshold: float | None = None,
     baseline: str | None = "naive",
+    calibration: Calibration | None = None,
 ) -> dict[str, Any]:
     """Weighted ensemble of the successful model runs, with bounded sentiment tilt.
 
@@ -253,12 +306,16 @@ def combine(
       ±sentiment_max_adjust (1% by default), less with few posts — applied as a linear
       ramp: ``forecast[t] = combined[t] * (1 + tilt * (t + 1) / horizon)``.
     - ``interval``: 80% band from weighted pooled backtest residual quantiles, widened
-      by half the spread between models, always containing ``forecast``; None when no
-      run carries residuals.
+      by half the spread between models and stretched per step by ``calibration`` (default:
+      the shipped ``calibration.json``), always containing ``forecast``; None when no run
+      carries residuals. ``interval.calibration.measured_coverage`` is what the offline
+      evaluation measured for the band.
     - ``unsure`` when (max − min of model forecasts at the final step) / combined value
-      exceeds ``unsure_threshold``.
+      exceeds ``unsure_threshold`` if given, else the tuned threshold (see doubt.py);
+      ``unsure_rule`` names the threshold, ``unsure_meaning`` says it in one sentence.
     Output holds only JSON-safe, finite numbers.
     """
+    calibration = calibration if calibration is not None else load_calibration()
     steps = check_horizon(horizon)
     try:
         last = float(last_price)
@@ -281,14 +338,17 @@ def combine(
             usable.append({"run": run, "forecast": forecast, "mae": mae})
             errors.append(None)
     if not usable:
-        reasons = "; ".join(f"{f['model']}: {f['error']}" for f in failed) or "no model runs"
-        raise ForecastError(f"every model failed: {reasons}")
+        why = "; ".join(f"{f['model']}: {f['error']}" for f in failed) or "no model runs"
+        raise ForecastError(f"every model failed: {why}")
 
-    _select_against_baseline(usable, baseline)
-    floor = 1e-9 * last  # a perfect backtest must not get infinite weight
-    inverse = np.array([0.0 if e["excluded"] else 1.0 / max(e["mae"], floor) for e in usable])
-    for entry, weight in zip(usable, inverse / inverse.sum(), strict=True):
-        entry["weight"] = float(weight)
+    weights_, reasons = inverse_error_weights(
+        [e["mae"] for e in usable],
+        [str(e["run"].get("model")) for e in usable],
+        baseline,
+        floor=1e-9 * last,  # a perfect backtest must not get infinite weight
+    )
+    for member, weight, excluded in zip(usable, weights_, reasons, strict=True):
+        member["weight"], member["excluded"] = float(weight), excluded
     stacked = np.stack([e["forecast"] for e in usable])
     weights = np.array([e["weight"] for e in usable])
     combined = weights @ stacked
@@ -298,8 +358,9 @@ def combine(
     ramp = np.arange(1, steps + 1) / steps
     adjusted = combined * (1 + tilt * ramp)
 
-    relative_spread = float(spread[-1] / combined[-1])
-    unsure = relative_spread > unsure_threshold
+    relative_spread = doubt.relative_spread(stacked[:, -1], float(combined[-1]))
+    threshold, rule = doubt.threshold_for(steps, calibration, unsure_threshold)
+    unsure = doubt.is_unsure(relative_spread, threshold)
     unsure_reason = None
     if unsure:
         low, high = int(np.argmin(stacked[:, -1])), int(np.argmax(stacked[:, -1]))
@@ -307,13 +368,13 @@ def combine(
             f"models disagree: day-{steps} forecasts range from {stacked[low, -1]:.2f} "
             f"({usable[low]['run'].get('model')}) to {stacked[high, -1]:.2f} "
             f"({usable[high]['run'].get('model')}), {relative_spread:.1%} of the combined value "
-            f"(threshold {unsure_threshold:.1%})"
+            f"({rule})"
         )
 
     members = iter(usable)
     models = []
     for run, error in zip(model_runs, errors, strict=True):
-        entry = next(members) if error is None else None
+        entry: dict[str, Any] | None = next(members) if error is None else None
         models.append(
             {
                 "model": str(run.get("model")),
@@ -332,7 +393,7 @@ def combine(
         "last_price": last,
         "forecast": adjusted.tolist(),
         "forecast_unadjusted": combined.tolist(),
-        "interval": _interval(usable, adjusted, spread, steps),
+        "interval": _interval(usable, adjusted, spread, steps, calibration),
         "sentiment": {
             "tilt": tilt,
             "max_adjust": sentiment_max_adjust,
@@ -341,6 +402,8 @@ def combine(
         },
         "unsure": unsure,
         "unsure_reason": unsure_reason,
+        "unsure_rule": f"unsure when the day-{steps} spread exceeds the {rule}",
+        "unsure_meaning": doubt.meaning(calibration),
         "relative_spread": relative_spread,
         "models": models,
         "failed": failed,

@@ -100,6 +100,14 @@ class RidgeForecaster(Forecaster):
         scaled = (latest - self._mean) / self._scale
         return (self._coef @ scaled + self._intercept)[:horizon]
 
+    def _predict_cum_log_returns_batch(
+        self, prices: np.ndarray, origins: np.ndarray, horizon: int
+    ) -> np.ndarray:
+        # Features are causal, so one pass over the series gives every origin's latest row.
+        rows = features(prices[: int(origins.max())], int(self.params["lags"]))
+        scaled = (rows[origins - LONG_MA] - self._mean) / self._scale
+        return (scaled @ self._coef.T + self._intercept)[:, :horizon]
+
     def _arrays(self) -> dict[str, np.ndarray]:
         return {
             "mean": self._mean,

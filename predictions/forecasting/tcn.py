@@ -11,10 +11,10 @@ from typing import Any, ClassVar
 
 import keras
 
-from ._deep import DeepForecaster, warm_up_tensorflow
+from ._deep import DeepForecaster
 from .base import MAX_HORIZON
 
-__all__ = ["TCNForecaster", "warm_up_tensorflow"]
+__all__ = ["TCNForecaster"]
 
 
 class TCNForecaster(DeepForecaster):

@@ -17,19 +17,19 @@ from .base import (
 )
 from .chain import (
     PROVIDER_NAMES,
-    EmulatedLatencyProvider,
+    LatencyEmulatedMentions,
     UnconfiguredXProvider,
     build_providers,
     gather_sentiment,
 )
-from .offline import SAMPLE_NOTE, SampleProvider, sample_symbols
+from .offline import SAMPLE_NOTE, SampleMentionProvider, sample_symbols
 from .sentiment import SentimentSummary, score_batch
 from .x_api import XProvider, build_query
 
 __all__ = [
     "PROVIDER_NAMES",
     "SAMPLE_NOTE",
-    "EmulatedLatencyProvider",
+    "LatencyEmulatedMentions",
     "MentionBatch",
     "MentionProvider",
     "MentionsError",
@@ -38,7 +38,7 @@ __all__ = [
     "MentionsUnauthorized",
     "MentionsUnavailable",
     "Post",
-    "SampleProvider",
+    "SampleMentionProvider",
     "SentimentSummary",
     "UnconfiguredXProvider",
     "XProvider",

@@ -12,15 +12,17 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
 
+from predictions.latency import SUFFIX, LatencyProfile
+
 from .base import MentionBatch, MentionProvider, MentionsError, MentionsUnavailable
-from .offline import SampleProvider
+from .offline import SampleMentionProvider
 from .sentiment import SentimentSummary, score_batch
 from .x_api import XProvider
 
 log = logging.getLogger(__name__)
 
 PROVIDER_NAMES = ("x", "sample")
-LATENCY_SUFFIX = "+emulated-latency"
+LATENCY_SUFFIX = SUFFIX
 NO_TOKEN_REASON = "no bearer token configured (X_BEARER_TOKEN)"
 
 
@@ -37,8 +39,8 @@ class UnconfiguredXProvider(MentionProvider):
         )
 
 
-class EmulatedLatencyProvider(MentionProvider):
-    """Sleeps before delegating, to mimic a remote source in load experiments."""
+class LatencyEmulatedMentions(LatencyProfile, MentionProvider):
+    """Sleeps a draw from the latency profile before delegating (load experiments)."""
 
     name = "emulated-latency"  # shadowed per instance by the wrapped provider's name
 
@@ -51,25 +53,15 @@ class EmulatedLatencyProvider(MentionProvider):
         rng: random.Random | None = None,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
-        if mean_ms < 0 or jitter_ms < 0:
-            raise ValueError("Emulated latency mean and jitter must be zero or more.")
+        super().__init__(mean_ms, jitter_ms, rng=rng, sleep=sleep)
         self.inner = inner
         self.name = inner.name  # type: ignore[misc]  # failures are reported under the real name
-        self.mean_ms = mean_ms
-        self.jitter_ms = jitter_ms
-        self._rng = rng or random.Random()
-        self._sleep = sleep
-
-    def delay_seconds(self) -> float:
-        """One delay drawn uniformly from mean ± jitter, never negative."""
-        ms = self._rng.uniform(self.mean_ms - self.jitter_ms, self.mean_ms + self.jitter_ms)
-        return max(0.0, ms) / 1000.0
 
     def fetch(self, symbol: str, limit: int = 50) -> MentionBatch:
         """Sleep first (failures are slow too), then mark the source as emulated."""
-        self._sleep(self.delay_seconds())
+        self.wait()
         batch = self.inner.fetch(symbol, limit)
-        return replace(batch, source=batch.source + LATENCY_SUFFIX)
+        return replace(batch, source=self.labelled(batch.source))
 
 
 def build_providers(
@@ -98,9 +90,9 @@ def build_providers(
         if name == "x" and not token:
             providers.append(UnconfiguredXProvider())  # no remote call, so no emulated latency
             continue
-        provider = XProvider(token, timeout=timeout) if name == "x" else SampleProvider()
+        provider = XProvider(token, timeout=timeout) if name == "x" else SampleMentionProvider()
         if latency_ms is not None:
-            provider = EmulatedLatencyProvider(provider, *latency_ms)
+            provider = LatencyEmulatedMentions(provider, *latency_ms)
         providers.append(provider)
     return providers
 

@@ -39,7 +39,7 @@ def _post(raw: dict[str, Any], symbol: str, *, generic: bool) -> Post:
     )
 
 
-class SampleProvider(MentionProvider):
+class SampleMentionProvider(MentionProvider):
     """Deterministic offline posts: the first ``limit`` of the symbol's sample set."""
 
     name = "sample"

@@ -61,7 +61,9 @@ class _TimeoutSession(requests.Session):
         super().__init__()
         self.default_timeout = timeout
 
-    def request(self, method: Any, url: Any, **kwargs: Any) -> requests.Response:
+    def request(  # type: ignore[override]  # only adds a default to requests' own
+        self, method: Any, url: Any, **kwargs: Any
+    ) -> requests.Response:
         kwargs.setdefault("timeout", self.default_timeout)
         return super().request(method, url, **kwargs)
 

@@ -17,22 +17,22 @@ from .base import (
 )
 from .breaker import CircuitBreaker, breaker_redis
 from .chain import PROVIDER_NAMES, PriceChain, build_chain
-from .latency import LatencyEmulated
-from .sample import SAMPLE_SYMBOLS, SampleProvider, load_sample
+from .latency import LatencyEmulatedPrices
+from .sample import SAMPLE_SYMBOLS, SamplePriceProvider, load_sample
 from .yahoo import YahooProvider, configure_yfinance
 
 __all__ = [
     "PROVIDER_NAMES",
     "SAMPLE_SYMBOLS",
     "CircuitBreaker",
-    "LatencyEmulated",
+    "LatencyEmulatedPrices",
     "PriceChain",
     "PriceDataError",
     "PriceHistory",
     "PriceProvider",
     "ProviderUnavailable",
     "RateLimited",
-    "SampleProvider",
+    "SamplePriceProvider",
     "UnknownSymbol",
     "YahooProvider",
     "breaker_redis",

@@ -195,8 +195,16 @@ class PriceHistory:
         """Stable short hash of symbol, source and every bar: the price-store key.
 
         Hashes canonical little-endian bytes, not the compressed blob, so the
-        key does not change with the zlib or numpy version.
+        key does not change with the zlib or numpy version. Computed once per object
+        (the series is immutable), since every stage of a request asks for it.
         """
+        cached = self.__dict__.get("_content_key")
+        if cached is None:
+            cached = self._hash()
+            object.__setattr__(self, "_content_key", cached)
+        return str(cached)
+
+    def _hash(self) -> str:
         h = hashlib.blake2b(digest_size=12)
         for text in (self.symbol, self.source):
             raw = text.encode()

@@ -23,8 +23,8 @@ from .base import (
     normalize_symbol,
 )
 from .breaker import CircuitBreaker
-from .latency import LatencyEmulated
-from .sample import SampleProvider
+from .latency import LatencyEmulatedPrices
+from .sample import SamplePriceProvider
 from .yahoo import YahooProvider
 
 log = logging.getLogger(__name__)
@@ -61,6 +61,14 @@ class PriceChain:
                 misses.append(exc)
         raise _combined(sym, misses)
 
+    def warm_up(self) -> None:
+        """Load what the providers would otherwise load on their first request."""
+        for provider in self.providers:
+            inner = provider.inner if isinstance(provider, LatencyEmulatedPrices) else provider
+            warm_up = getattr(inner, "warm_up", None)
+            if warm_up is not None:
+                warm_up()
+
     def could_serve(self, symbol: str) -> tuple[bool, str]:
         """(True, who would try) or (False, why nobody can); no network."""
         sym = normalize_symbol(symbol)
@@ -76,13 +84,13 @@ class PriceChain:
         """Provider names in order, with breaker state where there is one (health page)."""
         out = []
         for p in self.providers:
-            inner = p.inner if isinstance(p, LatencyEmulated) else p
+            inner = p.inner if isinstance(p, LatencyEmulatedPrices) else p
             breaker = getattr(inner, "breaker", None)
             out.append(
                 {
                     "name": p.name,
                     "emulated_latency_ms": (
-                        [p.mean_ms, p.jitter_ms] if isinstance(p, LatencyEmulated) else None
+                        [p.mean_ms, p.jitter_ms] if isinstance(p, LatencyEmulatedPrices) else None
                     ),
                     "breaker": breaker.state() if isinstance(breaker, CircuitBreaker) else None,
                 }
@@ -137,7 +145,7 @@ def build_chain(
     providers: list[PriceProvider] = []
     for name in names:
         if name == "sample":
-            providers.append(SampleProvider())
+            providers.append(SamplePriceProvider())
         else:
             breaker = CircuitBreaker(
                 "yfinance", open_seconds=breaker_open_seconds, redis_client=redis_client
@@ -150,5 +158,5 @@ def build_chain(
     if latency_ms is not None:
         mean, jitter = latency_ms
         rng = rng or random.Random()
-        providers = [LatencyEmulated(p, mean, jitter, rng) for p in providers]
+        providers = [LatencyEmulatedPrices(p, mean, jitter, rng) for p in providers]
     return PriceChain(providers)

@@ -84,7 +84,7 @@ def _package_version(package: str) -> str:
         return "not installed"
 
 
-class SampleProvider(PriceProvider):
+class SamplePriceProvider(PriceProvider):
     """Serves the fixed offline set; never touches the network."""
 
     name = SOURCE
@@ -100,6 +100,11 @@ class SampleProvider(PriceProvider):
             symbol=sym,
             reason=f"does not carry it (offline set: {', '.join(SAMPLE_SYMBOLS)})",
         )
+
+    def warm_up(self) -> None:
+        """Load every sample series now (each is parsed from its package on first use)."""
+        for symbol in SAMPLE_SYMBOLS:
+            load_sample(symbol)
 
     def history(self, symbol: str) -> PriceHistory:
         """The packaged history for ``symbol``."""

@@ -107,5 +107,6 @@ def test_it_rejects_a_bad_wait(api_client, wait):
     assert_error(response, 400, "wait")
 
 
-def test_it_rejects_a_bad_symbol_filter(api_client):
+def test_it_rejects_a_bad_symbol_filter(api_client, django_user_model):
+    api_client.force_authenticate(django_user_model.objects.create_user("lister"))
     assert_error(api_client.get(f"{URL}?symbol=%3Cx%3E"), 400, "symbol")

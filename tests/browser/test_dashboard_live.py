@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.webui.support import live_stack, login_in_browser, make_user
+from tests.support.live import live_stack, login_in_browser, make_user
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
 

@@ -9,8 +9,7 @@ import pytest
 
 from predictions.forecasting.base import Forecaster
 from predictions.forecasting.bench import sample_prices
-
-from ._support import SYMBOLS, make_model
+from tests.support.forecasting import SYMBOLS, make_model
 
 
 @pytest.fixture(scope="session")

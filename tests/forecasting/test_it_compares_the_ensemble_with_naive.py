@@ -3,8 +3,7 @@ from __future__ import annotations
 import pytest
 
 from predictions.forecasting.combine import combine
-
-from ._support import model_run
+from tests.support.forecasting import model_run
 
 
 def _with_paths(run: dict, forecasts: list[list[float]]) -> dict:

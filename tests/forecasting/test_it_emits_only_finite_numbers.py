@@ -7,8 +7,7 @@ import pytest
 
 from predictions.forecasting.base import ForecastError
 from predictions.forecasting.combine import combine, ensure_finite
-
-from ._support import model_run
+from tests.support.forecasting import model_run
 
 
 def test_it_raises_on_nan_or_infinity_anywhere():

@@ -5,8 +5,7 @@ import pytest
 from predictions.forecasting.backtest import failed_run
 from predictions.forecasting.base import ForecastError
 from predictions.forecasting.combine import combine
-
-from ._support import model_run
+from tests.support.forecasting import model_run
 
 
 def test_it_gives_failed_models_zero_weight_and_lists_their_errors():

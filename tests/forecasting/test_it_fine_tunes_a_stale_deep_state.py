@@ -4,8 +4,7 @@ import pytest
 
 from predictions.forecasting.backtest import evaluate_and_forecast
 from predictions.forecasting.base import read_state_header
-
-from ._support import FAST_DEEP_PARAMS
+from tests.support.forecasting import FAST_DEEP_PARAMS
 
 
 @pytest.fixture(scope="module")

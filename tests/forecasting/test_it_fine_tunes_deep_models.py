@@ -3,9 +3,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from predictions.forecasting.registry import get_model_class
-
-from ._support import DEEP_MODELS, make_model
+from predictions.forecasting.catalog import get_model_class
+from tests.support.forecasting import DEEP_MODELS, make_model
 
 
 @pytest.mark.parametrize("name", DEEP_MODELS)

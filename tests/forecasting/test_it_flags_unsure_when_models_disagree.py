@@ -1,8 +1,13 @@
 from __future__ import annotations
 
-from predictions.forecasting.combine import combine
+from predictions.forecasting.calibration import NEUTRAL
+from predictions.forecasting.combine import combine as calibrated_combine
+from tests.support.forecasting import model_run
 
-from ._support import model_run
+
+def combine(*args, **kwargs):
+    """The untuned rule: a fixed 5 % spread threshold (what an uncalibrated service uses)."""
+    return calibrated_combine(*args, calibration=NEUTRAL, **kwargs)
 
 
 def test_it_flags_a_wide_spread_at_the_final_step():

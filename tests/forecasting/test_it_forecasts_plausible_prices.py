@@ -4,9 +4,8 @@ import numpy as np
 import pytest
 
 from predictions.forecasting.base import MAX_HORIZON
-from predictions.forecasting.registry import MODEL_NAMES
-
-from ._support import SYMBOLS
+from predictions.forecasting.catalog import MODEL_NAMES
+from tests.support.forecasting import SYMBOLS
 
 
 @pytest.mark.parametrize("symbol", SYMBOLS)

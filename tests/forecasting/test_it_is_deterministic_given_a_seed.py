@@ -3,7 +3,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ._support import DEEP_MODELS, LIGHT_MODELS, make_model
+from tests.support.forecasting import DEEP_MODELS, LIGHT_MODELS, make_model
 
 
 @pytest.mark.parametrize("symbol", ["AAPL", "^GSPC"])

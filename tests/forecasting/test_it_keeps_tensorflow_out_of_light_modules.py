@@ -10,13 +10,25 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 LIGHT_MODULES = [
     "predictions.forecasting",
     "predictions.forecasting.base",
-    "predictions.forecasting.registry",
+    "predictions.forecasting.catalog",
     "predictions.forecasting.combine",
     "predictions.forecasting.backtest",
     "predictions.forecasting.naive",
     "predictions.forecasting.ridge",
     "predictions.forecasting.arima",
     "predictions.forecasting._windows",
+    "predictions.forecasting.calibration",
+    "predictions.forecasting.doubt",
+    "predictions.forecasting.weighting",
+    "predictions.forecasting.significance",
+    "predictions.forecasting.scorecard",
+    "predictions.forecasting.evaluation",
+    "predictions.forecasting.replay",
+    "predictions.forecasting.runs",
+    "predictions.forecasting.oos_scores",
+    "predictions.forecasting.oos_intervals",
+    "predictions.forecasting.oos_doubt",
+    "predictions.forecasting.nested",
 ]
 
 
@@ -47,7 +59,7 @@ def test_it_imports_every_light_module_without_tensorflow():
 
 def test_it_lists_models_and_resolves_light_classes_without_tensorflow():
     code = """
-        from predictions.forecasting.registry import get_model_class, model_info
+        from predictions.forecasting.catalog import get_model_class, model_info
         assert len(model_info()) == 5
         for name in ("naive", "ridge", "arima"):
             get_model_class(name)

@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from predictions.forecasting.base import ForecastError, StateError
-from predictions.forecasting.registry import MODEL_NAMES, get_model_class
+from predictions.forecasting.catalog import MODEL_NAMES, get_model_class
 
 
 def _corruptions(blob: bytes) -> dict[str, bytes]:

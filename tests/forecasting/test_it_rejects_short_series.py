@@ -4,9 +4,8 @@ import numpy as np
 import pytest
 
 from predictions.forecasting.base import ForecastError
-from predictions.forecasting.registry import MODEL_NAMES
-
-from ._support import make_model
+from predictions.forecasting.catalog import MODEL_NAMES
+from tests.support.forecasting import make_model
 
 
 @pytest.mark.parametrize("name", MODEL_NAMES)

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from predictions.forecasting.base import read_state_header
-from predictions.forecasting.registry import MODEL_NAMES, get_model_class
+from predictions.forecasting.catalog import MODEL_NAMES, get_model_class
 
 
 @pytest.mark.parametrize("name", MODEL_NAMES)

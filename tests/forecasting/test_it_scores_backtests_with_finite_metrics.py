@@ -8,9 +8,8 @@ import pytest
 
 from predictions.forecasting.backtest import walk_forward
 from predictions.forecasting.base import ForecastError
-from predictions.forecasting.registry import MODEL_NAMES, get_model_class
-
-from ._support import params_for
+from predictions.forecasting.catalog import MODEL_NAMES, get_model_class
+from tests.support.forecasting import params_for
 
 METRICS = {"mae", "mape", "rmse", "mae_final", "directional_accuracy", "naive_mae", "mase"}
 

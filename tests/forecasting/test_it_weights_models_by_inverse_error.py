@@ -3,8 +3,7 @@ from __future__ import annotations
 import pytest
 
 from predictions.forecasting.combine import combine
-
-from ._support import model_run
+from tests.support.forecasting import model_run
 
 
 def test_it_weights_each_model_by_one_over_its_backtest_mae():

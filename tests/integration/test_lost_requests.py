@@ -1,4 +1,4 @@
-"""A request that stops progressing is failed with a reason, never left running."""
+"""The sweeper dispatches again what was lost, fails what ran out of time, never more."""
 
 from __future__ import annotations
 
@@ -8,37 +8,70 @@ import pytest
 from django.core.management import call_command
 from django.utils import timezone
 
+from predictions import progress
 from predictions.models import PredictionRequest, Status
-from workers.tasks import sweep_stale_predictions
+from predictions.redis_client import epoch
+from workers.recovery import sweep
 
 pytestmark = pytest.mark.django_db
 
 
-def make_request(status: str, seconds_past_deadline: int) -> PredictionRequest:
+def make_request(status: str, seconds_past_deadline: int, **fields: object) -> PredictionRequest:
     created = timezone.now() - timedelta(seconds=600)
     return PredictionRequest.objects.create(
         symbol="AAPL",
         horizon=5,
         status=status,
         created_at=created,
+        dispatched_at=fields.pop("dispatched_at", timezone.now()),
+        dispatch_epoch=fields.pop("dispatch_epoch", epoch()),
         deadline=timezone.now() - timedelta(seconds=seconds_past_deadline),
+        **fields,
     )
 
 
-def test_the_sweeper_fails_requests_past_their_deadline():
+def test_it_fails_requests_past_their_deadline_with_the_reason():
     queued = make_request(Status.QUEUED, 5)
     running = make_request(Status.RUNNING, 5)
     not_yet = make_request(Status.RUNNING, -60)
 
-    assert sweep_stale_predictions() == 2
+    assert sweep().failed == 2
 
-    queued.refresh_from_db()
-    running.refresh_from_db()
-    not_yet.refresh_from_db()
+    for request in (queued, running, not_yet):
+        request.refresh_from_db()
     assert queued.status == running.status == Status.FAILED
     assert "No worker picked this request up" in queued.error
     assert "stopped progressing" in running.error
     assert not_yet.status == Status.RUNNING
+
+
+def test_a_request_sent_to_a_redis_that_lost_its_data_is_dispatched_again():
+    lost = make_request(Status.RUNNING, -200, dispatch_epoch="an-older-redis")
+    assert sweep().redispatched == 1
+    lost.refresh_from_db()
+    assert lost.attempts == 2 and lost.dispatch_epoch == epoch()
+    assert lost.status == Status.RUNNING
+
+
+def test_a_request_that_stopped_moving_is_dispatched_again_but_a_moving_one_is_not(settings):
+    settings.PREDICTION_STALL_SECONDS = 30
+    quiet_since = timezone.now() - timedelta(seconds=120)
+    stalled = make_request(Status.RUNNING, -200, dispatched_at=quiet_since)
+    moving = make_request(Status.RUNNING, -200, dispatched_at=quiet_since)
+    progress.touch(str(moving.id))  # a stage of it just started
+    assert sweep().redispatched == 1
+    stalled.refresh_from_db()
+    moving.refresh_from_db()
+    assert (stalled.attempts, moving.attempts) == (2, 1)
+
+
+def test_a_request_lost_too_often_fails_with_the_reason(settings):
+    settings.PREDICTION_ATTEMPTS = 2
+    lost = make_request(Status.RUNNING, -200, dispatch_epoch="gone", attempts=2)
+    sweep()
+    lost.refresh_from_db()
+    assert lost.status == Status.FAILED
+    assert "lost 2 times (Redis lost its data" in lost.error
 
 
 def test_a_finished_request_is_never_moved_back():
@@ -56,7 +89,7 @@ def test_reading_a_stale_request_fails_it_even_without_the_sweeper(api_client):
     assert "deadline" in body["error"]
 
 
-def test_the_management_command_sweeps(capsys):
+def test_the_management_command_sweeps_once(capsys):
     make_request(Status.QUEUED, 5)
     call_command("sweep_predictions")
-    assert "1 stale request(s) marked failed." in capsys.readouterr().out
+    assert "0 dispatched again, 1 failed past their deadline." in capsys.readouterr().out

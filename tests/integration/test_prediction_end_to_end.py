@@ -3,30 +3,17 @@
 from __future__ import annotations
 
 import math
-import sys
 
 import pytest
 
-URL = "/api/v1/predictions/"
+from predictions.models import PredictionRequest
+from tests.support.api import URL, submit_and_wait
+
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration]
 
 
-def submit_and_wait(api_client, **body):
-    response = api_client.post(URL, body, format="json")
-    assert response.status_code == 202, response.content
-    accepted = response.json()
-    assert accepted["status"] == "queued"
-    assert response["Location"] == accepted["links"]["self"]
-    done = api_client.get(f"{URL}{accepted['id']}/?wait=60")
-    for _ in range(3):  # a cold worker may need longer than one wait
-        if done.json()["status"] in ("done", "failed"):
-            break
-        done = api_client.get(f"{URL}{accepted['id']}/?wait=60")
-    return accepted, done.json()
-
-
-def test_it_predicts_aapl_through_the_chord_on_the_worker(api_client, celery_worker):
-    accepted, prediction = submit_and_wait(api_client, symbol=" aapl ", horizon=5)
+def test_it_predicts_aapl_through_the_chord_on_the_worker(staff_api_client, celery_worker):
+    accepted, prediction = submit_and_wait(staff_api_client, symbol=" aapl ", horizon=5)
 
     assert prediction["status"] == "done", prediction["error"]
     assert prediction["symbol"] == "AAPL"
@@ -65,37 +52,32 @@ def test_it_predicts_aapl_through_the_chord_on_the_worker(api_client, celery_wor
     assert stages["sentiment"]["queue"] == "io"
     assert stages["combine"]["queue"] == "cpu"
 
-    # The same request again is answered from the cache, without the workers.
-    again = api_client.post(URL, {"symbol": "AAPL", "horizon": 5}, format="json")
+    # The same request again is answered from the cache with that prediction, no workers.
+    rows = PredictionRequest.objects.count()
+    again = staff_api_client.post(URL, {"symbol": "AAPL", "horizon": 5}, format="json")
     assert again.status_code == 200
     cached = again.json()
     assert cached["cache_hit"] is True and cached["status"] == "done"
     assert cached["result"]["combined"] == result["combined"]
-    assert cached["id"] != accepted["id"]
+    assert cached["id"] == accepted["id"]
+    assert PredictionRequest.objects.count() == rows
 
     # ...unless the client asks for a fresh one.
     body = {"symbol": "AAPL", "horizon": 5, "use_cache": False}
-    fresh = api_client.post(URL, body, format="json")
+    fresh = staff_api_client.post(URL, body, format="json")
     assert fresh.status_code == 202
 
 
-def test_it_lists_predictions_filtered_by_symbol(api_client, celery_worker):
-    submit_and_wait(api_client, symbol="^GSPC", horizon=3)
-    listing = api_client.get(f"{URL}?symbol=^gspc").json()
+def test_it_lists_predictions_filtered_by_symbol(staff_api_client, celery_worker):
+    submit_and_wait(staff_api_client, symbol="^GSPC", horizon=3)
+    listing = staff_api_client.get(f"{URL}?symbol=^gspc").json()
     assert listing["count"] == 1
     assert listing["results"][0]["symbol"] == "^GSPC"
     assert listing["results"][0]["status"] == "done"
-    assert api_client.get(f"{URL}?symbol=IBM").json()["count"] == 0
+    assert staff_api_client.get(f"{URL}?symbol=IBM").json()["count"] == 0
 
 
-def test_the_web_process_never_imports_tensorflow(api_client, celery_worker):
-    submit_and_wait(api_client, symbol="MSFT", horizon=2)
-    assert "tensorflow" not in sys.modules
-
-
-def test_models_that_need_more_history_fail_clearly_and_the_rest_predict(
-    api_client, celery_worker
-):
+def test_models_that_need_more_history_fail_clearly_and_the_rest_predict(api_client, celery_worker):
     """FB's sample history (2012-2013) is too short for most models."""
     _, prediction = submit_and_wait(api_client, symbol="FB", horizon=3)
     assert prediction["status"] == "done", prediction["error"]

@@ -13,7 +13,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from tests.loadtests._support import alive, pids_in
+from tests.support.loadtests import alive, pids_in
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = [

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.loadtests._support import alive, pids_in
+from tests.support.loadtests import alive, pids_in
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from predictions.mentions import (
-    SampleProvider,
+    SampleMentionProvider,
     UnconfiguredXProvider,
     XProvider,
     build_providers,
@@ -15,7 +15,7 @@ from predictions.mentions import (
 def test_it_builds_providers_in_setting_order():
     providers = build_providers(["x", "sample"], bearer_token="token", timeout=3.0)
 
-    assert [type(p) for p in providers] == [XProvider, SampleProvider]
+    assert [type(p) for p in providers] == [XProvider, SampleMentionProvider]
     assert providers[0].timeout == 3.0
 
 

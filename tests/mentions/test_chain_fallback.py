@@ -9,7 +9,7 @@ from predictions.mentions import (
     MentionBatch,
     MentionProvider,
     MentionsUnavailable,
-    SampleProvider,
+    SampleMentionProvider,
     XProvider,
     build_providers,
     gather_sentiment,
@@ -33,7 +33,7 @@ def test_it_falls_back_from_a_rate_limited_x_to_sample_with_the_reason(x_http):
         json={"title": "Too Many Requests"},
         headers={"x-rate-limit-reset": str(int(NOW) + 840)},
     )
-    providers = [XProvider(TOKEN, clock=lambda: NOW), SampleProvider()]
+    providers = [XProvider(TOKEN, clock=lambda: NOW), SampleMentionProvider()]
 
     summary = gather_sentiment("AAPL", providers)
 
@@ -50,7 +50,7 @@ def test_it_uses_x_when_x_answers(x_http):
         json=recent_search_body(("1", "Love the $IBM results, great quarter")),
     )
 
-    summary = gather_sentiment("IBM", [XProvider(TOKEN), SampleProvider()])
+    summary = gather_sentiment("IBM", [XProvider(TOKEN), SampleMentionProvider()])
 
     assert summary.source == "x"
     assert summary.is_sample is False

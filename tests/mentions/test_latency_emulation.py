@@ -8,9 +8,9 @@ import time
 import pytest
 
 from predictions.mentions import (
-    EmulatedLatencyProvider,
+    LatencyEmulatedMentions,
     MentionsUnavailable,
-    SampleProvider,
+    SampleMentionProvider,
     UnconfiguredXProvider,
     build_providers,
     gather_sentiment,
@@ -20,7 +20,7 @@ from predictions.mentions import (
 def test_it_is_off_by_default():
     (provider,) = build_providers(["sample"], bearer_token=None)
 
-    assert isinstance(provider, SampleProvider)
+    assert isinstance(provider, SampleMentionProvider)
 
 
 def test_it_sleeps_and_marks_the_source():
@@ -36,7 +36,7 @@ def test_it_sleeps_and_marks_the_source():
 
 
 def test_it_draws_delays_within_mean_plus_or_minus_jitter_and_never_negative():
-    provider = EmulatedLatencyProvider(SampleProvider(), 5.0, 20.0, rng=random.Random(7))
+    provider = LatencyEmulatedMentions(SampleMentionProvider(), 5.0, 20.0, rng=random.Random(7))
 
     delays = [provider.delay_seconds() for _ in range(200)]
 
@@ -45,13 +45,13 @@ def test_it_draws_delays_within_mean_plus_or_minus_jitter_and_never_negative():
 
 
 def test_it_reports_failures_under_the_wrapped_provider_name():
-    class _Fail(SampleProvider):
+    class _Fail(SampleMentionProvider):
         name = "x"
 
         def fetch(self, symbol, limit=50):
             raise MentionsUnavailable("down", reason="network error")
 
-    providers = [EmulatedLatencyProvider(_Fail(), 1.0), SampleProvider()]
+    providers = [LatencyEmulatedMentions(_Fail(), 1.0), SampleMentionProvider()]
 
     summary = gather_sentiment("IBM", providers)
 
@@ -62,7 +62,7 @@ def test_it_does_not_delay_the_no_token_placeholder():
     providers = build_providers(["x", "sample"], bearer_token=None, latency_ms=(10.0, 0.0))
 
     assert isinstance(providers[0], UnconfiguredXProvider)
-    assert isinstance(providers[1], EmulatedLatencyProvider)
+    assert isinstance(providers[1], LatencyEmulatedMentions)
 
 
 def test_it_rejects_negative_latency():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from predictions.mentions import SAMPLE_NOTE, SampleProvider, sample_symbols, score_batch
+from predictions.mentions import SAMPLE_NOTE, SampleMentionProvider, sample_symbols, score_batch
 
 OFFLINE_SYMBOLS = ["AAPL", "GOOG", "IBM", "MSFT", "FB", "^GSPC", "^IXIC"]
 
@@ -15,7 +15,7 @@ def test_it_has_a_sample_set_for_every_offline_symbol():
 
 @pytest.mark.parametrize("symbol", OFFLINE_SYMBOLS)
 def test_it_labels_12_to_20_posts_as_sample(symbol):
-    batch = SampleProvider().fetch(symbol)
+    batch = SampleMentionProvider().fetch(symbol)
 
     assert 12 <= len(batch.posts) <= 20
     assert batch.source == "sample"
@@ -27,7 +27,7 @@ def test_it_labels_12_to_20_posts_as_sample(symbol):
 
 @pytest.mark.parametrize("symbol", OFFLINE_SYMBOLS)
 def test_it_mixes_polarities_within_each_symbol(symbol):
-    summary = score_batch(SampleProvider().fetch(symbol))
+    summary = score_batch(SampleMentionProvider().fetch(symbol))
 
     assert summary.positive_share > 0
     assert summary.negative_share > 0
@@ -35,7 +35,8 @@ def test_it_mixes_polarities_within_each_symbol(symbol):
 
 def test_it_gives_different_symbols_different_balance():
     means = {
-        round(score_batch(SampleProvider().fetch(s)).mean_compound, 3) for s in OFFLINE_SYMBOLS
+        round(score_batch(SampleMentionProvider().fetch(s)).mean_compound, 3)
+        for s in OFFLINE_SYMBOLS
     }
 
     assert len(means) == len(OFFLINE_SYMBOLS)
@@ -43,7 +44,7 @@ def test_it_gives_different_symbols_different_balance():
 
 
 def test_it_uses_generic_posts_naming_any_other_symbol():
-    batch = SampleProvider().fetch("nvda")
+    batch = SampleMentionProvider().fetch("nvda")
 
     assert batch.symbol == "NVDA"
     assert batch.is_sample is True
@@ -52,7 +53,7 @@ def test_it_uses_generic_posts_naming_any_other_symbol():
 
 
 def test_it_selects_the_first_posts_deterministically():
-    provider = SampleProvider()
+    provider = SampleMentionProvider()
 
     first = provider.fetch("AAPL", limit=5)
 

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from predictions.mentions import MentionBatch, Post, SampleProvider, score_batch
+from predictions.mentions import MentionBatch, Post, SampleMentionProvider, score_batch
 from predictions.mentions.sentiment import analyzer, compound_score
 
 
@@ -63,7 +63,7 @@ def test_it_never_produces_nan(texts):
 
 
 def test_it_carries_source_label_and_note_into_a_plain_dict():
-    summary = score_batch(SampleProvider().fetch("FB"), fallback_reason="x: rate limited")
+    summary = score_batch(SampleMentionProvider().fetch("FB"), fallback_reason="x: rate limited")
 
     data = summary.to_dict()
     assert data["source"] == "sample"

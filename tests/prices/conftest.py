@@ -19,9 +19,8 @@ import pytest
 from curl_cffi import requests as curl_requests
 from curl_cffi.requests.exceptions import ConnectionError as CurlConnectionError
 
-from config.embedded_redis import EmbeddedRedis
-
-from .fakes import FakeYahoo
+from devstack.redis import EmbeddedRedis
+from tests.support.prices import FakeYahoo
 
 
 @dataclass

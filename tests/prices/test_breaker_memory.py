@@ -8,8 +8,7 @@ from typing import Any
 import redis
 
 from predictions.prices import CircuitBreaker, breaker_redis
-
-from .fakes import unique
+from tests.support.prices import unique
 
 
 def test_it_opens_after_a_network_failure_until_it_expires() -> None:

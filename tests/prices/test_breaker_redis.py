@@ -13,8 +13,7 @@ import redis
 
 from predictions.prices import CircuitBreaker
 from predictions.prices import breaker as breaker_module
-
-from .fakes import unique
+from tests.support.prices import unique
 
 ROOT = Path(__file__).resolve().parents[2]
 

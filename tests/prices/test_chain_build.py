@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from predictions.prices import (
-    LatencyEmulated,
-    SampleProvider,
+    LatencyEmulatedPrices,
+    SamplePriceProvider,
     YahooProvider,
     build_chain,
 )
@@ -18,11 +18,11 @@ def test_it_builds_providers_in_the_configured_order() -> None:
     )
 
     yahoo, sample = chain.providers
-    assert isinstance(yahoo, YahooProvider) and isinstance(sample, SampleProvider)
+    assert isinstance(yahoo, YahooProvider) and isinstance(sample, SamplePriceProvider)
     assert (yahoo.timeout, yahoo.period, yahoo.breaker.open_seconds) == (1.5, "2y", 42)
     assert yahoo.breaker.name == "yfinance"  # one shared breaker per provider name
     assert [p["name"] for p in chain.describe()] == ["yfinance", "sample"]
-    assert [type(p) for p in build_chain(["sample"]).providers] == [SampleProvider]
+    assert [type(p) for p in build_chain(["sample"]).providers] == [SamplePriceProvider]
 
 
 def test_it_rejects_unknown_names_listing_the_valid_ones() -> None:
@@ -37,6 +37,6 @@ def test_it_rejects_unknown_names_listing_the_valid_ones() -> None:
 def test_it_wraps_every_provider_when_latency_is_emulated() -> None:
     chain = build_chain(["yfinance", "sample"], latency_ms=(25.0, 5.0))
 
-    assert all(isinstance(p, LatencyEmulated) for p in chain.providers)
+    assert all(isinstance(p, LatencyEmulatedPrices) for p in chain.providers)
     assert [p.name for p in chain.providers] == ["yfinance", "sample"]
     assert chain.describe()[1]["emulated_latency_ms"] == [25.0, 5.0]

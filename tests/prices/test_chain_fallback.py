@@ -8,13 +8,13 @@ from predictions.prices import (
     CircuitBreaker,
     PriceChain,
     ProviderUnavailable,
-    SampleProvider,
+    SamplePriceProvider,
     UnknownSymbol,
     YahooProvider,
 )
+from tests.support.prices import FakeProvider, tiny_history, unique
 
 from .conftest import NetworkGuard
-from .fakes import FakeProvider, tiny_history, unique
 
 
 def _unknown(name: str) -> UnknownSymbol:
@@ -60,7 +60,7 @@ def test_it_names_every_provider_when_all_miss() -> None:
 
 
 def test_it_says_unknown_only_when_every_provider_lacks_the_symbol() -> None:
-    chain = PriceChain([FakeProvider("a", error=_unknown("a")), SampleProvider()])
+    chain = PriceChain([FakeProvider("a", error=_unknown("a")), SamplePriceProvider()])
 
     with pytest.raises(UnknownSymbol) as info:
         chain.fetch("ZZZZ")
@@ -74,7 +74,7 @@ def test_it_says_unknown_only_when_every_provider_lacks_the_symbol() -> None:
 def test_it_skips_yfinance_while_its_breaker_is_open(no_network: NetworkGuard) -> None:
     breaker = CircuitBreaker(unique("yf"), open_seconds=60)
     breaker.record_failure("unreachable (DNSError: curl: (6) Could not resolve host)")
-    chain = PriceChain([YahooProvider(breaker=breaker), SampleProvider()])
+    chain = PriceChain([YahooProvider(breaker=breaker), SamplePriceProvider()])
 
     assert chain.fetch("AAPL").source == "sample"
     with pytest.raises(ProviderUnavailable) as info:
@@ -92,7 +92,10 @@ def test_it_skips_yfinance_while_its_breaker_is_open(no_network: NetworkGuard) -
 def test_it_stops_paying_for_an_offline_yfinance(no_network: NetworkGuard) -> None:
     """First fetch tries Yahoo and opens the breaker; the next goes straight to sample."""
     chain = PriceChain(
-        [YahooProvider(breaker=CircuitBreaker(unique("yf"), open_seconds=60)), SampleProvider()]
+        [
+            YahooProvider(breaker=CircuitBreaker(unique("yf"), open_seconds=60)),
+            SamplePriceProvider(),
+        ]
     )
 
     assert chain.fetch("MSFT").source == "sample"
@@ -104,7 +107,7 @@ def test_it_stops_paying_for_an_offline_yfinance(no_network: NetworkGuard) -> No
 
 def test_could_serve_answers_without_network(no_network: NetworkGuard) -> None:
     breaker = CircuitBreaker(unique("yf"), open_seconds=60)
-    chain = PriceChain([YahooProvider(breaker=breaker), SampleProvider()])
+    chain = PriceChain([YahooProvider(breaker=breaker), SamplePriceProvider()])
 
     assert chain.could_serve("TSLA") == (True, "yfinance can try TSLA")
     assert chain.could_serve("bad symbol!") == (

@@ -7,14 +7,18 @@ import time
 
 import pytest
 
-from predictions.prices import LatencyEmulated, SampleProvider, UnknownSymbol, build_chain
-
-from .fakes import FakeProvider
+from predictions.prices import (
+    LatencyEmulatedPrices,
+    SamplePriceProvider,
+    UnknownSymbol,
+    build_chain,
+)
+from tests.support.prices import FakeProvider
 
 
 def test_it_sleeps_and_marks_the_source() -> None:
     chain = build_chain(["sample"], latency_ms=(30.0, 0.0))
-    SampleProvider().history("AAPL")  # load outside the timed section
+    SamplePriceProvider().history("AAPL")  # load outside the timed section
 
     started = time.perf_counter()
     history = chain.fetch("AAPL")
@@ -22,26 +26,26 @@ def test_it_sleeps_and_marks_the_source() -> None:
 
     assert elapsed >= 0.020
     assert history.source == "sample+emulated-latency"
-    assert history.content_key() != SampleProvider().history("AAPL").content_key()
+    assert history.content_key() != SamplePriceProvider().history("AAPL").content_key()
 
 
 def test_it_draws_delays_from_the_profile() -> None:
-    wrapped = LatencyEmulated(SampleProvider(), 100.0, 20.0, random.Random(7))
+    wrapped = LatencyEmulatedPrices(SamplePriceProvider(), 100.0, 20.0, random.Random(7))
 
     delays = [wrapped.delay_seconds() for _ in range(500)]
 
     assert min(delays) >= 0.080 and max(delays) <= 0.120
     assert 0.095 <= sum(delays) / len(delays) <= 0.105
-    assert LatencyEmulated(SampleProvider(), 1.0, 50.0).delay_seconds() >= 0.0
+    assert LatencyEmulatedPrices(SamplePriceProvider(), 1.0, 50.0).delay_seconds() >= 0.0
 
 
 def test_it_delays_failures_but_not_local_refusals() -> None:
     lacking = FakeProvider("remote", error=UnknownSymbol("remote lacks it", provider="remote"))
-    wrapped = LatencyEmulated(lacking, 30.0)
+    wrapped = LatencyEmulatedPrices(lacking, 30.0)
 
     started = time.perf_counter()
     assert wrapped.refusal("ZZZZ") is None
-    assert SampleProvider().refusal("ZZZZ") is not None
+    assert SamplePriceProvider().refusal("ZZZZ") is not None
     assert time.perf_counter() - started < 0.020
     started = time.perf_counter()
     with pytest.raises(UnknownSymbol):
@@ -51,4 +55,4 @@ def test_it_delays_failures_but_not_local_refusals() -> None:
 
 def test_it_rejects_negative_profiles() -> None:
     with pytest.raises(ValueError):
-        LatencyEmulated(SampleProvider(), -1.0)
+        LatencyEmulatedPrices(SamplePriceProvider(), -1.0)

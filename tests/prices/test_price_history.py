@@ -7,13 +7,12 @@ import datetime as dt
 import numpy as np
 import pytest
 
-from predictions.prices import PriceHistory, SampleProvider
-
-from .fakes import tiny_history
+from predictions.prices import PriceHistory, SamplePriceProvider
+from tests.support.prices import tiny_history
 
 
 def test_it_round_trips_through_bytes_exactly() -> None:
-    original = SampleProvider().history("AAPL")
+    original = SamplePriceProvider().history("AAPL")
 
     blob = original.to_bytes()
     copy = PriceHistory.from_bytes(blob)
@@ -26,7 +25,7 @@ def test_it_round_trips_through_bytes_exactly() -> None:
 
 
 def test_it_keys_content_stably() -> None:
-    aapl = SampleProvider().history("AAPL")
+    aapl = SamplePriceProvider().history("AAPL")
     key = aapl.content_key()
 
     assert key == PriceHistory.from_bytes(aapl.to_bytes()).content_key()

@@ -7,12 +7,12 @@ import datetime as dt
 import numpy as np
 import pytest
 
-from predictions.prices import SAMPLE_SYMBOLS, SampleProvider, UnknownSymbol
+from predictions.prices import SAMPLE_SYMBOLS, SamplePriceProvider, UnknownSymbol
 
 
 @pytest.mark.parametrize("symbol", SAMPLE_SYMBOLS)
 def test_it_loads_every_offline_symbol_with_clean_adjusted_closes(symbol: str) -> None:
-    history = SampleProvider().history(symbol)
+    history = SamplePriceProvider().history(symbol)
 
     assert history.symbol == symbol
     assert history.source == "sample"
@@ -32,7 +32,7 @@ def test_it_serves_aapl_adjusted_across_its_splits() -> None:
     (The largest adj_close move, -52 % on 2000-09-29, is a real crash, not a split,
     so a blanket "no daily move above 0.3" bound would be false for this data.)
     """
-    aapl = SampleProvider().history("AAPL")
+    aapl = SamplePriceProvider().history("AAPL")
     raw = np.diff(np.log(aapl.close))
     adj = np.diff(np.log(aapl.adj_close))
     for split_day in ("2000-06-21", "2005-02-28"):
@@ -46,7 +46,7 @@ def test_it_serves_aapl_adjusted_across_its_splits() -> None:
 
 
 def test_it_serves_the_indices_from_arch() -> None:
-    sp500 = SampleProvider().history("^gspc")  # symbols are case-insensitive
+    sp500 = SamplePriceProvider().history("^gspc")  # symbols are case-insensitive
 
     assert sp500.symbol == "^GSPC"
     assert sp500.first_bar_date == dt.date(1999, 1, 4)
@@ -54,12 +54,12 @@ def test_it_serves_the_indices_from_arch() -> None:
 
 
 def test_it_caches_loaded_histories_per_process() -> None:
-    provider = SampleProvider()
-    assert provider.history("IBM") is SampleProvider().history("IBM")
+    provider = SamplePriceProvider()
+    assert provider.history("IBM") is SamplePriceProvider().history("IBM")
 
 
 def test_it_refuses_symbols_outside_the_offline_set_without_loading() -> None:
-    provider = SampleProvider()
+    provider = SamplePriceProvider()
 
     assert provider.can_serve("msft")
     assert not provider.can_serve("TSLA")
@@ -71,7 +71,7 @@ def test_it_refuses_symbols_outside_the_offline_set_without_loading() -> None:
 
 
 def test_it_describes_each_symbol_for_the_symbols_endpoint() -> None:
-    rows = SampleProvider().symbols()
+    rows = SamplePriceProvider().symbols()
 
     assert [r["symbol"] for r in rows] == list(SAMPLE_SYMBOLS)
     by_symbol = {r["symbol"]: r for r in rows}

@@ -16,8 +16,7 @@ from predictions.prices import (
     UnknownSymbol,
     YahooProvider,
 )
-
-from .fakes import FakeYahoo, load_fixture, unique
+from tests.support.prices import FakeYahoo, load_fixture, unique
 
 
 def _provider(**kwargs: object) -> YahooProvider:

@@ -7,8 +7,7 @@ import datetime as dt
 import numpy as np
 
 from predictions.prices import CircuitBreaker, YahooProvider
-
-from .fakes import FakeYahoo, load_fixture, unique
+from tests.support.prices import FakeYahoo, load_fixture, unique
 
 
 def _provider(**kwargs: object) -> YahooProvider:

@@ -25,11 +25,11 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connections
 
-from tests.conftest import ROOT, database_url_for_workers
-from tests.provisioning.testhosts import TestNetwork, unavailable_reason
+from provisioning.bundle import INCLUDE
+from provisioning.models import ProvisioningRun
+from tests.support.processes import ROOT, database_url_for_workers
+from tests.support.testhosts import TestNetwork, unavailable_reason
 from workers import presence
-from workers.models import ProvisioningRun
-from workers.provisioning.bundle import INCLUDE
 
 
 @dataclass
@@ -48,9 +48,17 @@ class Cluster:
         error = None
         try:
             # The shared secrets first, so a test's own -e wins (later -e override earlier).
-            call_command("workers", *args[:2], "-i", str(self.inventory),
-                         "-e", f"@{self.secrets_file}", *args[2:],
-                         stdout=out, stderr=out)  # fmt: skip
+            call_command(
+                "workers",
+                *args[:2],
+                "-i",
+                str(self.inventory),
+                "-e",
+                f"@{self.secrets_file}",
+                *args[2:],
+                stdout=out,
+                stderr=out,
+            )
         except CommandError as exc:
             error = exc
         run = ProvisioningRun.objects.filter(host=args[1]).order_by("-id").first()
@@ -125,33 +133,57 @@ def cluster(django_db_setup: None, django_db_blocker: object) -> Iterator[Cluste
             "common_pip_extra_args": "--no-index",
         }
         host2 = net.hosts["host2"]
-        inventory = net.inventory(host_vars, extra_hosts={
-            # Not listening: SSH is refused at once.
-            "host3": {"ansible_host": net.hosts["host1"].address, "ansible_port": 2,
-                      "stockserve_prefix": str(net.root / "host3")},
-            # A second worker on host2's machine (shares its venv and supervisord).
-            "host2b": {"ansible_host": host2.address, "stockserve_prefix": str(host2.prefix)},
-        })  # fmt: skip
+        inventory = net.inventory(
+            host_vars,
+            extra_hosts={
+                # Not listening: SSH is refused at once.
+                "host3": {
+                    "ansible_host": net.hosts["host1"].address,
+                    "ansible_port": 2,
+                    "stockserve_prefix": str(net.root / "host3"),
+                },
+                # A second worker on host2's machine (shares its venv and supervisord).
+                "host2b": {"ansible_host": host2.address, "stockserve_prefix": str(host2.prefix)},
+            },
+        )
         secrets_file = net.root / "secrets.yml"
-        secrets_file.write_text(yaml.safe_dump({
-            "stockserve_redis_url": f"redis://{net.broker_address}:{port}/0",
-            "stockserve_database_url": database_url_for_workers(),
-            "stockserve_secret_key": secrets.token_urlsafe(40),
-            "stockserve_extra_env": {"PRICE_PROVIDERS": "sample", "MENTION_PROVIDERS": "sample",
-                                     "TF_CPP_MIN_LOG_LEVEL": "2"},
-            "stockserve_source_dir": str(source),
-            "stockserve_bundle_dir": str(net.root / "bundles"),
-        }))  # fmt: skip
+        secrets_file.write_text(
+            yaml.safe_dump(
+                {
+                    "stockserve_redis_url": f"redis://{net.broker_address}:{port}/0",
+                    "stockserve_database_url": database_url_for_workers(),
+                    "stockserve_secret_key": secrets.token_urlsafe(40),
+                    "stockserve_extra_env": {
+                        "PRICE_PROVIDERS": "sample",
+                        "MENTION_PROVIDERS": "sample",
+                        "TF_CPP_MIN_LOG_LEVEL": "2",
+                    },
+                    "stockserve_source_dir": str(source),
+                    "stockserve_bundle_dir": str(net.root / "bundles"),
+                }
+            )
+        )
         secrets_file.chmod(0o600)
         try:
             yield Cluster(net, inventory, secrets_file, socket.gethostname())
         finally:
             with django_db_blocker.unblock():
-                for host, prefix in (("host1", net.hosts["host1"].prefix),
-                                     ("host2", host2.prefix), ("host2b", host2.prefix)):
+                for host, prefix in (
+                    ("host1", net.hosts["host1"].prefix),
+                    ("host2", host2.prefix),
+                    ("host2b", host2.prefix),
+                ):
                     if (prefix / "etc" / f"stockserve-worker-{host}.env").exists():
-                        call_command("workers", "remove", host, "-i", str(inventory),
-                                     "-e", f"@{secrets_file}", stdout=io.StringIO())
+                        call_command(
+                            "workers",
+                            "remove",
+                            host,
+                            "-i",
+                            str(inventory),
+                            "-e",
+                            f"@{secrets_file}",
+                            stdout=io.StringIO(),
+                        )
             for node, queue in paused:
                 app.control.add_consumer(queue, destination=[node], reply=True)
             redis.config_set("bind", bind_before)

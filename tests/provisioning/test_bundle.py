@@ -7,9 +7,9 @@ import os
 import shutil
 from pathlib import Path
 
-from tests.conftest import ROOT
-from workers.provisioning import bundle
-from workers.provisioning.nodectl import load_env_file
+from provisioning import bundle
+from provisioning.nodectl import load_env_file
+from tests.support.processes import ROOT
 
 
 def _tree(tmp_path: Path) -> Path:

@@ -1,28 +1,43 @@
 """Provision real workers over SSH onto two test hosts, use them, drain and remove them.
 
 One scenario in order (the workers live across the tests of this module):
-add two workers -> a real prediction runs on them -> a second add changes nothing ->
-bad input changes nothing -> removing a busy worker drains it, no task lost -> remove the last.
+add two workers (the first with the inventory's default queues) -> a real prediction runs
+on them -> a second add changes nothing -> bad input changes nothing -> beat and the
+sweeper run on the first web host and the sweeper fails a late request -> removing a
+busy worker drains it, no task lost -> remove the last.
 """
 
 from __future__ import annotations
 
 import io
+import os
+import subprocess
+import sys
 import time
+from datetime import timedelta
+from pathlib import Path
 
 import pytest
+import yaml
 from django.core.management import call_command
+from django.utils import timezone
 
-from workers.models import RunStatus
+from predictions.models import PredictionRequest
+from provisioning.models import RunStatus
 
 URL = "/api/v1/predictions/"
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration,
-              pytest.mark.timeout(900)]  # fmt: skip
+PLAYBOOKS = Path(__file__).resolve().parents[2] / "playbooks"
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.integration,
+    pytest.mark.timeout(900),
+]
 
 
 def submit(api_client, symbol: str, horizon: int = 3) -> str:
-    response = api_client.post(URL, {"symbol": symbol, "horizon": horizon, "use_cache": False},
-                               format="json")  # fmt: skip
+    response = api_client.post(
+        URL, {"symbol": symbol, "horizon": horizon, "use_cache": False}, format="json"
+    )
     assert response.status_code == 202, response.content
     return response.json()["id"]
 
@@ -38,14 +53,14 @@ def wait_done(api_client, request_id: str) -> dict:
 
 def test_add_worker_provisions_two_hosts_over_ssh(cluster):
     (out, run, error), (out2, run2, error2) = cluster.workers_at_once(
-        ("add", "host1", "--queues", "io,cpu", "--concurrency", "1"),
+        ("add", "host1", "--concurrency", "1"),  # queues from the inventory's defaults
         ("add", "host2", "--queues", "cpu", "--concurrency", "1"),
     )
 
     assert error is None, out
     assert run.status == RunStatus.SUCCEEDED and run.host == "host1"
     assert run.changed > 0 and run.failed == 0 and run.unreachable == 0
-    assert run.args == {"queues": ["io", "cpu"], "concurrency": 1}
+    assert run.args == {"concurrency": 1}  # no queues named: workers_cpu hosts take io,cpu
     assert "TASK [worker : Ask the worker for a ping and its heartbeat]" in out  # streamed
     assert "TASK [worker : Ask the worker for a ping and its heartbeat]" in run.log  # kept
     assert error2 is None, out2
@@ -58,8 +73,8 @@ def test_add_worker_provisions_two_hosts_over_ssh(cluster):
     assert alive[cluster.node("host1")]["concurrency"] == 1
 
 
-def test_the_provisioned_workers_run_a_real_prediction(cluster, api_client):
-    prediction = wait_done(api_client, submit(api_client, "AAPL", horizon=5))
+def test_the_provisioned_workers_run_a_real_prediction(cluster, staff_api_client):
+    prediction = wait_done(staff_api_client, submit(staff_api_client, "AAPL", horizon=5))
 
     assert prediction["status"] == "done", prediction["error"]
     ours = {cluster.node("host1"), cluster.node("host2")}
@@ -129,9 +144,16 @@ def test_a_worker_that_cannot_start_is_rolled_back_and_reported(cluster):
     before = cluster.alive()
     closed = f"redis://{cluster.net.broker_address}:1/0"
 
-    out, run, error = cluster.workers("add", "host2b", "--queues", "cpu",
-                                      "-e", f"stockserve_redis_url={closed}",
-                                      "-e", "worker_ready_timeout=15")  # fmt: skip
+    out, run, error = cluster.workers(
+        "add",
+        "host2b",
+        "--queues",
+        "cpu",
+        "-e",
+        f"stockserve_redis_url={closed}",
+        "-e",
+        "worker_ready_timeout=15",
+    )
 
     assert error is not None
     assert run.status == RunStatus.FAILED and run.failed >= 1
@@ -143,11 +165,60 @@ def test_a_worker_that_cannot_start_is_rolled_back_and_reported(cluster):
     assert _pids(cluster.alive()) == _pids(before)  # host1 and host2 untouched
 
 
-def test_removing_a_busy_worker_drains_it_and_loses_no_task(cluster, api_client):
+def test_the_scheduler_runs_on_the_first_web_host_and_its_sweeper_fails_late_requests(
+    cluster, tmp_path
+):
+    data = yaml.safe_load(cluster.inventory.read_text())
+    host1 = data["all"]["children"]["workers"]["children"]["workers_cpu"]["hosts"]["host1"]
+    data["all"]["children"]["web"] = {"hosts": {"host1": host1}}
+    inventory = tmp_path / "with-web.yml"
+    inventory.write_text(yaml.safe_dump(data))
+    env = {**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    env["ANSIBLE_CONFIG"] = str(PLAYBOOKS / "ansible.cfg")
+    played = subprocess.run(
+        [
+            "ansible-playbook",
+            "-i",
+            str(inventory),
+            "scheduler.yml",
+            "-e",
+            f"@{cluster.secrets_file}",
+        ],
+        cwd=PLAYBOOKS,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert played.returncode == 0, played.stdout[-3000:]
+    assert "PLAY [Scheduler]" in played.stdout and "host2" not in played.stdout
+
+    late = PredictionRequest.queued(symbol="AAPL", horizon=7, strategy="chord")
+    late.deadline = timezone.now() - timedelta(seconds=5)
+    late.save()
+    deadline = time.monotonic() + 90
+    while time.monotonic() < deadline:
+        late.refresh_from_db()
+        if late.status == "failed":
+            break
+        time.sleep(1)
+    assert late.status == "failed" and "No worker picked this request up" in late.error
+    prefix = cluster.net.hosts["host1"].prefix
+    assert list((prefix / "var").glob("celerybeat-schedule*"))  # beat started there
+
+    # Stop them again as a removal does, so host1's supervisord ends with its worker.
+    for conf in (prefix / "supervisor" / "conf.d").glob("stockserve-scheduler-*.conf"):
+        conf.unlink()
+    supervisorctl = [str(prefix / "venv" / "bin" / "python"), "-m", "supervisor.supervisorctl"]
+    conf = str(prefix / "supervisor" / "supervisord.conf")
+    subprocess.run([*supervisorctl, "-c", conf, "update"], check=True, timeout=120)
+
+
+def test_removing_a_busy_worker_drains_it_and_loses_no_task(cluster, staff_api_client):
     from config.celery_app import app
 
     node = cluster.node("host2")
-    ids = [submit(api_client, symbol) for symbol in ("MSFT", "IBM", "GOOG")]
+    ids = [submit(staff_api_client, symbol) for symbol in ("MSFT", "IBM", "GOOG")]
     _wait_until_busy(app, node)
 
     out, run, error = cluster.workers("remove", "host2")
@@ -156,7 +227,7 @@ def test_removing_a_busy_worker_drains_it_and_loses_no_task(cluster, api_client)
     assert run.status == RunStatus.SUCCEEDED
     assert '"drained": true' in run.log
     assert node not in cluster.alive()
-    predictions = [wait_done(api_client, request_id) for request_id in ids]
+    predictions = [wait_done(staff_api_client, request_id) for request_id in ids]
     for prediction in predictions:
         assert prediction["status"] == "done", prediction["error"]
         assert all(model["ok"] for model in prediction["result"]["models"])

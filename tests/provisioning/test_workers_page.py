@@ -6,23 +6,46 @@ The page itself, with a run followed live, is in tests/browser/test_workers_page
 from __future__ import annotations
 
 import pytest
-from django.contrib.auth.models import User
+from django.contrib.auth.models import Permission, User
 
-from workers.models import ProvisioningRun, RunStatus
+from provisioning.models import ProvisioningRun, RunStatus
 
 pytestmark = pytest.mark.django_db(transaction=True)
 STATE, RUNS = "/workers/state/", "/workers/runs/"
 PASSWORD = "correct-horse-battery-staple"
 
 
-def make_user(username: str, *, staff: bool) -> User:
-    return User.objects.create_user(username, password=PASSWORD, is_staff=staff)
+def make_user(username: str, *, staff: bool, may_run: bool = False) -> User:
+    user = User.objects.create_user(username, password=PASSWORD, is_staff=staff)
+    if may_run:
+        user.user_permissions.add(Permission.objects.get(codename="run_playbooks"))
+    return user
 
 
 @pytest.fixture
 def staff_client(client):
-    client.force_login(make_user("ops", staff=True))
+    client.force_login(make_user("ops", staff=True, may_run=True))
     return client
+
+
+def test_starting_a_run_needs_the_permission_viewing_does_not(client):
+    client.force_login(make_user("watcher", staff=True))
+    assert client.get(STATE).status_code == 200
+    page = client.get("/workers/").content.decode()
+    assert 'id="run-forbidden"' in page and "<fieldset disabled>" in page
+    body = {"action": "remove", "host": "cpu1.example.com"}
+    refused = client.post(RUNS, body, content_type="application/json")
+    assert refused.status_code == 403
+    assert "Can add and remove worker machines" in refused.json()["error"]
+    assert ProvisioningRun.objects.count() == 0  # nothing recorded, nothing started
+
+    client.force_login(User.objects.create_superuser("root", password=PASSWORD))
+    group = client.post(
+        RUNS, {"action": "remove", "host": "workers"}, content_type="application/json"
+    )
+    assert group.status_code == 400  # allowed past the permission; a group is no host
+    assert "'workers' is a group, not a host" in group.json()["error"]
+    assert 'id="run-forbidden"' not in client.get("/workers/").content.decode()
 
 
 def test_it_is_for_staff_only(client):
@@ -38,19 +61,22 @@ def test_it_is_for_staff_only(client):
 def test_it_refuses_bad_input_with_a_sentence_and_records_it(staff_client):
     not_json = staff_client.post(RUNS, "nope", content_type="application/json")
     assert not_json.status_code == 400 and "JSON" in not_json.json()["error"]
-    bad_action = staff_client.post(RUNS, {"action": "reboot", "host": "h1"},
-                                   content_type="application/json")  # fmt: skip
+    bad_action = staff_client.post(
+        RUNS, {"action": "reboot", "host": "h1"}, content_type="application/json"
+    )
     assert bad_action.status_code == 400 and "add or remove" in bad_action.json()["error"]
 
-    wrong_queue = staff_client.post(RUNS, {"action": "add", "host": "h1", "queues": "cpu,fast"},
-                                    content_type="application/json")  # fmt: skip
+    wrong_queue = staff_client.post(
+        RUNS, {"action": "add", "host": "h1", "queues": "cpu,fast"}, content_type="application/json"
+    )
 
     assert wrong_queue.status_code == 400
     assert wrong_queue.json()["error"] == "Unknown queue(s) 'fast': choose from io, cpu, gpu."
     run = ProvisioningRun.objects.get()
     assert run.status == RunStatus.FAILED and run.host == "h1" and run.requested_by == "ops"
-    bad_host = staff_client.post(RUNS, {"action": "remove", "host": "h1; rm -rf /"},
-                                 content_type="application/json")  # fmt: skip
+    bad_host = staff_client.post(
+        RUNS, {"action": "remove", "host": "h1; rm -rf /"}, content_type="application/json"
+    )
     assert bad_host.status_code == 400 and "not a host name" in bad_host.json()["error"]
     assert staff_client.get("/workers/runs/999999/log/").status_code == 404
 

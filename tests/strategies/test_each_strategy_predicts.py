@@ -7,7 +7,7 @@ import math
 import pytest
 from django.conf import settings
 
-from tests.strategies._support import predict, stages_by_name
+from tests.support.api import predict_cold, stages_by_name
 from workers.strategies.cascade import split_models
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration]
@@ -26,8 +26,8 @@ def assert_valid_forecast(result: dict, horizon: int) -> None:
     assert used and math.isclose(sum(m["weight"] for m in used), 1.0, abs_tol=1e-6)
 
 
-def test_centralized_runs_every_stage_in_one_task(api_client, celery_worker):
-    prediction = predict(api_client, symbol="MSFT", strategy="centralized")
+def test_centralized_runs_every_stage_in_one_task(staff_api_client, celery_worker):
+    prediction = predict_cold(staff_api_client, symbol="MSFT", strategy="centralized")
 
     result = prediction["result"]
     assert prediction["strategy"] == result["strategy"] == "centralized"
@@ -43,8 +43,8 @@ def test_centralized_runs_every_stage_in_one_task(api_client, celery_worker):
     assert all(m["registry"]["warm_start"] is False for m in result["models"])
 
 
-def test_chord_fans_the_models_out(api_client, celery_worker):
-    prediction = predict(api_client, symbol="MSFT", strategy="chord")
+def test_chord_fans_the_models_out(staff_api_client, celery_worker):
+    prediction = predict_cold(staff_api_client, symbol="MSFT", strategy="chord")
 
     result = prediction["result"]
     assert result["strategy"] == "chord"
@@ -56,11 +56,11 @@ def test_chord_fans_the_models_out(api_client, celery_worker):
     assert "cascade" not in result
 
 
-def test_cascade_answers_from_the_cheap_models_when_they_agree(api_client, celery_worker):
+def test_cascade_answers_from_the_cheap_models_when_they_agree(staff_api_client, celery_worker):
     # MSFT: the cheap models agree within 0.3% and beat the no-change forecast (MASE < 1).
     cheap, deep = split_models(settings.PREDICTION_MODELS)
     assert cheap and deep
-    prediction = predict(api_client, symbol="MSFT", strategy="cascade")
+    prediction = predict_cold(staff_api_client, symbol="MSFT", strategy="cascade")
 
     result = prediction["result"]
     assert result["strategy"] == "cascade"
@@ -74,10 +74,12 @@ def test_cascade_answers_from_the_cheap_models_when_they_agree(api_client, celer
     assert [m["model"] for m in result["models"]] == cheap
 
 
-def test_cascade_runs_the_deep_models_when_the_cheap_ones_are_unsure(api_client, celery_worker):
+def test_cascade_runs_the_deep_models_when_the_cheap_ones_are_unsure(
+    staff_api_client, celery_worker
+):
     # AAPL: the cheap models do no better than no change on the backtest (MASE > 1).
     cheap, deep = split_models(settings.PREDICTION_MODELS)
-    prediction = predict(api_client, symbol="AAPL", strategy="cascade")
+    prediction = predict_cold(staff_api_client, symbol="AAPL", strategy="cascade")
 
     result = prediction["result"]
     assert_valid_forecast(result, 5)
@@ -92,8 +94,8 @@ def test_cascade_runs_the_deep_models_when_the_cheap_ones_are_unsure(api_client,
     assert {m["model"] for m in result["models"]} == set(cheap + deep)
 
 
-def test_an_unknown_strategy_is_a_clear_400(api_client):
-    response = api_client.post(
+def test_an_unknown_strategy_is_a_clear_400(staff_api_client):
+    response = staff_api_client.post(
         "/api/v1/predictions/", {"symbol": "AAPL", "strategy": "gossip"}, format="json"
     )
     assert response.status_code == 400

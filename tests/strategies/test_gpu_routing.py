@@ -12,8 +12,8 @@ import time
 import pytest
 from django.conf import settings
 
-from tests.conftest import start_worker_process, stop_process, wait_for_worker
-from tests.strategies._support import predict, stages_by_name
+from tests.support.api import predict_cold, stages_by_name
+from tests.support.processes import start_worker_process, stop_process, wait_for_worker
 from workers import presence
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration]
@@ -30,7 +30,7 @@ def wait_until_no_gpu_consumer(timeout: float = 30) -> None:
         time.sleep(0.2)
 
 
-def test_tensorflow_models_go_to_a_live_gpu_worker_and_back_to_cpu(api_client, celery_worker):
+def test_tensorflow_models_go_to_a_live_gpu_worker_and_back_to_cpu(staff_api_client, celery_worker):
     gpu_proc = start_worker_process("gpu", "gpu", gpu="on", concurrency=1)
     try:
         gpu_worker = wait_for_worker("gpu@", gpu_proc, timeout=120)
@@ -38,7 +38,7 @@ def test_tensorflow_models_go_to_a_live_gpu_worker_and_back_to_cpu(api_client, c
         assert info["queues"] == ["gpu"] and info["gpu"] is True
         let_routing_caches_expire()
 
-        stages = stages_by_name(predict(api_client, symbol="IBM", strategy="chord"))
+        stages = stages_by_name(predict_cold(staff_api_client, symbol="IBM", strategy="chord"))
         assert (stages["model:lstm"]["queue"], stages["model:lstm"]["worker"]) == (
             "gpu",
             gpu_worker,
@@ -49,14 +49,16 @@ def test_tensorflow_models_go_to_a_live_gpu_worker_and_back_to_cpu(api_client, c
         )
 
         # The centralized baseline runs all of its stages where TensorFlow runs best.
-        stages = stages_by_name(predict(api_client, symbol="IBM", strategy="centralized"))
+        stages = stages_by_name(
+            predict_cold(staff_api_client, symbol="IBM", strategy="centralized")
+        )
         assert {(s["queue"], s["worker"]) for s in stages.values()} == {("gpu", gpu_worker)}
     finally:
         stop_process(gpu_proc)
 
     wait_until_no_gpu_consumer()
     let_routing_caches_expire()
-    stages = stages_by_name(predict(api_client, symbol="IBM", strategy="chord"))
+    stages = stages_by_name(predict_cold(staff_api_client, symbol="IBM", strategy="chord"))
     assert (stages["model:lstm"]["queue"], stages["model:lstm"]["worker"]) == (
         "cpu",
         celery_worker,

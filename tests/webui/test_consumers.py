@@ -14,7 +14,7 @@ from config.asgi import application
 from predictions import progress
 from predictions.models import PredictionRequest
 from predictions.redis_client import get_redis
-from tests.webui.support import make_user, run_async, session_for, ws_headers
+from tests.support.live import make_user, run_async, session_for, ws_headers
 from webui.events.groups import DASHBOARD_GROUP, SNAPSHOT_KEY, request_group
 
 # Consumers reach the ORM through database_sync_to_async, which needs committed rows.
@@ -91,9 +91,7 @@ def test_a_dashboard_socket_closes_once_the_user_loses_staff_status(monkeypatch)
         communicator, accepted, _ = await connect("/ws/dashboard/", ws_headers(key))
         assert accepted
         await communicator.receive_json_from(timeout=5)
-        await database_sync_to_async(
-            User.objects.filter(pk=user.pk).update
-        )(is_staff=False)
+        await database_sync_to_async(User.objects.filter(pk=user.pk).update)(is_staff=False)
         await get_channel_layer().group_send(
             DASHBOARD_GROUP, {"type": "dashboard.batch", "text": "{}"}
         )
@@ -108,9 +106,17 @@ def test_anyone_with_the_id_follows_a_prediction_from_its_current_stages():
     request = PredictionRequest.objects.create(symbol="AAPL", horizon=5)
     progress.record_stage(
         str(request.id),
-        {"stage": "prices", "started_at": 1.0, "finished_at": 1.5, "duration_ms": 500.0,
-         "worker": "io@host", "queue": "io", "pid": 1, "outcome": "ok"},
-    )  # fmt: skip
+        {
+            "stage": "prices",
+            "started_at": 1.0,
+            "finished_at": 1.5,
+            "duration_ms": 500.0,
+            "worker": "io@host",
+            "queue": "io",
+            "pid": 1,
+            "outcome": "ok",
+        },
+    )
 
     async def scenario() -> None:
         path = f"/ws/predictions/{request.id}/"

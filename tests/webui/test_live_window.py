@@ -7,18 +7,44 @@ from webui.events.window import LiveWindow, percentile
 T0 = 1_800_000_000.0
 
 
-def request_event(event: str, request_id: str, *, latency_ms: float | None = None,
-                  at: float = T0, cache_hit: bool = False) -> dict:
-    return {"kind": "request", "event": event, "request_id": request_id, "symbol": "AAPL",
-            "horizon": 5, "strategy": "chord", "cache_hit": cache_hit, "created_at": at,
-            "at": at, "latency_ms": latency_ms}  # fmt: skip
+def request_event(
+    event: str,
+    request_id: str,
+    *,
+    latency_ms: float | None = None,
+    at: float = T0,
+    cache_hit: bool = False,
+    precomputed: bool = False,
+) -> dict:
+    return {
+        "kind": "request",
+        "event": event,
+        "request_id": request_id,
+        "symbol": "AAPL",
+        "horizon": 5,
+        "strategy": "chord",
+        "cache_hit": cache_hit,
+        "precomputed": precomputed,
+        "created_at": at,
+        "at": at,
+        "latency_ms": latency_ms,
+    }
 
 
-def stage_event(request_id: str, stage: str, *, start: float = T0, ms: float = 10.0,
-                outcome: str = "ok") -> dict:
-    return {"request_id": request_id, "stage": stage, "started_at": start,
-            "finished_at": start + ms / 1000, "duration_ms": ms, "worker": "cpu@host",
-            "queue": "cpu", "pid": 1, "outcome": outcome}  # fmt: skip
+def stage_event(
+    request_id: str, stage: str, *, start: float = T0, ms: float = 10.0, outcome: str = "ok"
+) -> dict:
+    return {
+        "request_id": request_id,
+        "stage": stage,
+        "started_at": start,
+        "finished_at": start + ms / 1000,
+        "duration_ms": ms,
+        "worker": "cpu@host",
+        "queue": "cpu",
+        "pid": 1,
+        "outcome": outcome,
+    }
 
 
 def test_it_follows_a_request_from_submission_to_done():
@@ -91,6 +117,22 @@ def test_it_reports_rates_percentiles_hit_ratio_and_error_rate():
     assert five["failed"] == 5 and five["submitted"] == 125
     assert five["error_rate"] == round(5 / 125, 4)
     assert five["requests_per_s"] == round(125 / 300, 3)
+
+
+def test_it_tells_cached_online_and_precomputed_answers_apart():
+    window = LiveWindow()
+    window.started = T0 - 600
+    for i in range(3):
+        window.add(request_event("submitted", f"p{i}", precomputed=True), now=T0 - 10)
+        window.add(request_event("done", f"p{i}", latency_ms=90.0, precomputed=True), now=T0 - 9)
+    for i in range(2):
+        window.add(request_event("submitted", f"o{i}"), now=T0 - 10)
+        window.add(request_event("done", f"o{i}", latency_ms=120.0), now=T0 - 9)
+    window.add_cache_hits(7, now=T0 - 5)
+
+    one = window.stats(T0)["1m"]
+    assert (one["answered_from_cache"], one["computed_online"], one["precomputed"]) == (7, 2, 3)
+    assert window.recent(1)[0]["precomputed"] is False and window.requests["p0"]["precomputed"]
 
 
 def test_an_empty_window_has_no_percentiles():

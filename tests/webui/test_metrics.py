@@ -9,7 +9,7 @@ from types import SimpleNamespace
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from predictions import progress
+from predictions import event_metrics, progress
 from predictions.event_metrics import METRICS_KEY
 from predictions.redis_client import get_redis
 
@@ -17,6 +17,9 @@ pytestmark = pytest.mark.django_db
 
 
 def scrape(client, **headers) -> dict[tuple[str, tuple], float]:
+    from django.conf import settings
+
+    headers.setdefault("HTTP_AUTHORIZATION", f"Bearer {settings.METRICS_TOKEN}")
     response = client.get("/metrics", **headers)
     assert response.status_code == 200, response.content
     assert response["Content-Type"].startswith("text/plain")
@@ -29,13 +32,27 @@ def scrape(client, **headers) -> dict[tuple[str, tuple], float]:
 
 def fake_request(created_seconds_ago: float) -> SimpleNamespace:
     created = dt.datetime.now(dt.UTC) - dt.timedelta(seconds=created_seconds_ago)
-    return SimpleNamespace(id=uuid.uuid4(), symbol="AAPL", horizon=5, strategy="chord",
-                           cache_hit=False, created_at=created)  # fmt: skip
+    return SimpleNamespace(
+        id=uuid.uuid4(),
+        symbol="AAPL",
+        horizon=5,
+        strategy="chord",
+        cache_hit=False,
+        created_at=created,
+    )
 
 
 def stage(name: str, queue: str, ms: float, outcome: str = "ok") -> dict:
-    return {"stage": name, "started_at": 0.0, "finished_at": ms / 1000, "duration_ms": ms,
-            "worker": f"{queue}@h", "queue": queue, "pid": 1, "outcome": outcome}  # fmt: skip
+    return {
+        "stage": name,
+        "started_at": 0.0,
+        "finished_at": ms / 1000,
+        "duration_ms": ms,
+        "worker": f"{queue}@h",
+        "queue": queue,
+        "pid": 1,
+        "outcome": outcome,
+    }
 
 
 def test_it_exposes_latency_stage_durations_cache_and_errors(client):
@@ -46,7 +63,9 @@ def test_it_exposes_latency_stage_durations_cache_and_errors(client):
     progress.record_stage(str(slow.id), stage("model:ridge", "cpu", 40.0))
     progress.record_stage(str(slow.id), stage("sentiment", "io", 8.0, outcome="error"))
     progress.publish_request("done", slow)
-    progress.publish_request("cached", fake_request(0.0))
+    pipe = get_redis().pipeline()
+    event_metrics.count_cache_hit(pipe)  # as a cached answer counts itself
+    pipe.execute()
     progress.publish_request("failed", fake_request(400.0), error="deadline")
 
     m = scrape(client)
@@ -80,13 +99,22 @@ def test_queue_depths_count_every_priority_list(client):
     assert ("stockserve_workers_online", ()) in m
 
 
-def test_a_metrics_token_is_required_when_configured(client, settings):
+def test_a_scrape_needs_the_token_or_a_staff_session(client, settings, django_user_model):
     settings.METRICS_TOKEN = "s3cret"
     refused = client.get("/metrics")
     assert refused.status_code == 401
     assert "Bearer" in refused.json()["error"]
     assert client.get("/metrics", HTTP_AUTHORIZATION="Bearer wrong").status_code == 401
     scrape(client, HTTP_AUTHORIZATION="Bearer s3cret")
+    client.force_login(django_user_model.objects.create_user("viewer"))
+    assert client.get("/metrics").status_code == 401  # signed in, but not staff
+    client.force_login(django_user_model.objects.create_user("ops", is_staff=True))
+    assert client.get("/metrics").status_code == 200
+
+
+def test_debug_leaves_metrics_open(client, settings):
+    settings.DEBUG = True
+    assert client.get("/metrics").status_code == 200
 
 
 def test_only_get_is_answered(client):

@@ -7,7 +7,7 @@ import json
 import pytest
 from django.core.checks import Error
 
-from tests.webui.support import make_user
+from tests.support.live import make_user
 from webui.checks import websocket_url_check
 
 pytestmark = pytest.mark.django_db

@@ -17,7 +17,7 @@ from config.asgi import application
 from predictions import progress
 from predictions.models import PredictionRequest
 from predictions.redis_client import get_redis
-from tests.webui.support import make_user, run_async, session_for, ws_headers
+from tests.support.live import make_user, run_async, session_for, ws_headers
 from webui.events.groups import SNAPSHOT_KEY
 from webui.events.relay import Relay
 
@@ -34,10 +34,17 @@ def publish_a_whole_request(request: PredictionRequest) -> None:
         began = start + i * 0.01
         progress.record_stage(
             str(request.id),
-            {"stage": stage, "started_at": began, "finished_at": began + 0.005,
-             "duration_ms": 5.0, "worker": f"{queue}@host", "queue": queue, "pid": 1,
-             "outcome": "ok"},
-        )  # fmt: skip
+            {
+                "stage": stage,
+                "started_at": began,
+                "finished_at": began + 0.005,
+                "duration_ms": 5.0,
+                "worker": f"{queue}@host",
+                "queue": queue,
+                "pid": 1,
+                "outcome": "ok",
+            },
+        )
     progress.publish_request("done", request)
 
 

@@ -1,4 +1,5 @@
-"""Request-level events: submitted, answered from the cache, failed; published where they happen."""
+"""Request-level events: submitted and failed are published where they happen; cache hits
+are counted instead."""
 
 from __future__ import annotations
 
@@ -9,13 +10,15 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from predictions import result_cache
-from predictions.models import PredictionRequest, Status
+from predictions import event_metrics
+from predictions.models import PredictionRequest
 from predictions.progress import EVENTS_CHANNEL
 from predictions.redis_client import get_redis
 from predictions.submission import submit
+from tests.support.api import finished_prediction
 
 pytestmark = pytest.mark.django_db
+URL = "/api/v1/predictions/"
 
 
 class Listener:
@@ -40,17 +43,6 @@ def events() -> Iterator[Listener]:
     listener.pubsub.close()
 
 
-def cache_a_result(symbol: str, horizon: int) -> None:
-    done = PredictionRequest.objects.create(symbol=symbol, horizon=horizon, status=Status.DONE)
-    done.result = {
-        "request_id": str(done.id),
-        "strategy": "chord",
-        "data": {"source": "sample", "last_bar_date": "2013-03-01", "price_key": "k"},
-    }
-    done.save()
-    result_cache.put_cached(symbol, horizon, "2013-03-01", done.result)
-
-
 def test_a_new_request_publishes_submitted(events):
     submission = submit("AAPL", 5, "chord")
     (event,) = events.collect()
@@ -60,13 +52,17 @@ def test_a_new_request_publishes_submitted(events):
     assert event["latency_ms"] is None
 
 
-def test_a_cache_hit_publishes_cached_with_its_latency(events):
-    cache_a_result("IBM", 3)
-    submission = submit("IBM", 3, "chord")
-    assert submission.cached
-    (event,) = events.collect()
-    assert event["event"] == "cached" and event["cache_hit"] is True
-    assert event["latency_ms"] is not None and event["latency_ms"] >= 0
+def cached_hits() -> int:
+    return int(get_redis().hget(event_metrics.METRICS_KEY, event_metrics.CACHED_FIELD) or 0)
+
+
+def test_a_cache_hit_is_counted_not_published(events, api_client):
+    finished_prediction("IBM", 3)
+    before = cached_hits()
+    response = api_client.post(URL, {"symbol": "IBM", "horizon": 3}, format="json")
+    assert response.status_code == 200 and response.json()["cache_hit"] is True
+    assert events.collect() == []
+    assert cached_hits() == before + 1
 
 
 def test_failures_publish_failed_with_the_reason_once(events):

@@ -1,7 +1,8 @@
 """The fan-out: Redis events in, one batched message per websocket group per tick out.
 
-channels_redis drops group messages beyond a channel's capacity (PITFALLS #10), and one
-message per event would flood a dashboard under load; so the relay folds events into a
+channels_redis drops group messages beyond a channel's capacity (docs/architecture.md,
+rule 10), and one message per event would flood a dashboard under load; so the relay folds
+events into a
 `LiveWindow` as they arrive and, every tick, sends:
 
 * to the `dashboard` group: one batch with the requests that changed (newest first,
@@ -23,7 +24,9 @@ from typing import Any
 
 import redis.asyncio as aioredis
 
+from predictions.event_metrics import CACHED_FIELD, METRICS_KEY, REFUSED_PREFIX
 from predictions.progress import EVENTS_CHANNEL
+from predictions.redis_client import text
 from webui.events import system
 from webui.events.groups import (
     DASHBOARD_GROUP,
@@ -58,6 +61,7 @@ class Relay:
         self.batches_sent = 0
         self._next_stats = 0.0
         self._system: dict[str, Any] = {"queues": {}, "workers": []}
+        self._counted: dict[str, int] | None = None
 
     async def run(self, stop: asyncio.Event) -> None:
         """Until `stop` is set: read events in the background, flush once per tick."""
@@ -121,6 +125,7 @@ class Relay:
         stats_due = now >= self._next_stats
         if stats_due:
             self._next_stats = now + STATS_EVERY_SECONDS
+            await self._count_counters(redis, now)
             await self._refresh_system()
             stats = self.window.stats(now)
             batch["stats"] = stats
@@ -158,6 +163,21 @@ class Relay:
         for outcome in outcomes:
             if isinstance(outcome, Exception):
                 log.warning("relay send failed: %r", outcome)
+
+    async def _count_counters(self, redis: aioredis.Redis, now: float) -> None:
+        """Hits and refusals since the last look, from the counters every web process
+        increments (neither is published one event at a time)."""
+        raw = await redis.hgetall(METRICS_KEY)
+        totals = {
+            "hits": int(text(raw.get(CACHED_FIELD.encode(), b"0"))),
+            "refused": sum(
+                int(text(v)) for k, v in raw.items() if text(k).startswith(REFUSED_PREFIX)
+            ),
+        }
+        if self._counted is not None:
+            self.window.add_cache_hits(totals["hits"] - self._counted["hits"], now)
+            self.window.add_refusals(totals["refused"] - self._counted["refused"], now)
+        self._counted = totals
 
     async def _refresh_system(self) -> None:
         try:

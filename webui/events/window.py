@@ -20,7 +20,7 @@ SPANS = {"1m": 60, "5m": 300}
 RATE_SPAN_SECONDS = 10  # the throughput chart plots 10-second moving rates
 
 # Columns of one per-second counter row.
-SEC, SUBMITTED, COMPLETED, FAILED, CACHED = range(5)
+SEC, SUBMITTED, COMPLETED, FAILED, CACHED, REFUSED, PRECOMPUTED = range(7)
 
 
 def percentile(sorted_values: list[float], q: float) -> float | None:
@@ -77,6 +77,7 @@ class LiveWindow:
                 "strategy": event.get("strategy", ""),
                 "status": "queued",
                 "cache_hit": False,
+                "precomputed": bool(event.get("precomputed")),
                 "created_at": event.get("created_at") or event.get("started_at") or now,
                 "finished_at": None,
                 "latency_ms": None,
@@ -110,11 +111,26 @@ class LiveWindow:
             row[CACHED] += 1
         elif kind == "done":
             row[COMPLETED] += 1
+            row[PRECOMPUTED] += 1 if entry["precomputed"] else 0
         else:
             row[FAILED] += 1
             entry["error"] = str(event.get("error", ""))[:300]
         latency = event.get("latency_ms")
         self.samples.append((now, kind, float(latency) if latency is not None else math.nan))
+
+    def add_refusals(self, count: int, now: float | None = None) -> None:
+        """Requests admission control turned away since the last call (counted, too)."""
+        if count > 0:
+            self._second(time.time() if now is None else now)[REFUSED] += count
+
+    def add_cache_hits(self, count: int, now: float | None = None) -> None:
+        """Hits answered from the cache since the last call: counted, never published."""
+        if count <= 0:
+            return
+        row = self._second(time.time() if now is None else now)
+        row[SUBMITTED] += count
+        row[COMPLETED] += count
+        row[CACHED] += count
 
     def _apply_stage(self, entry: dict[str, Any], event: dict[str, Any]) -> None:
         if entry["status"] == "queued":
@@ -127,7 +143,7 @@ class LiveWindow:
     def _second(self, now: float) -> list[int]:
         sec = int(now)
         if not self.seconds or self.seconds[-1][SEC] < sec:
-            self.seconds.append([sec, 0, 0, 0, 0])
+            self.seconds.append([sec, 0, 0, 0, 0, 0, 0])
         return self.seconds[-1]
 
     # --- reading out
@@ -142,7 +158,7 @@ class LiveWindow:
 
     def recent(self, limit: int) -> list[dict[str, Any]]:
         """The newest `limit` requests, newest first."""
-        out = []
+        out: list[dict[str, Any]] = []
         for entry in reversed(self.requests.values()):
             if len(out) >= limit:
                 break
@@ -151,11 +167,11 @@ class LiveWindow:
 
     def _counts(self, now: float, span: float) -> tuple[list[int], float]:
         since = int(now - span)
-        totals = [0, 0, 0, 0, 0]
+        totals = [0, 0, 0, 0, 0, 0, 0]
         for row in reversed(self.seconds):
             if row[SEC] <= since:
                 break
-            for col in (SUBMITTED, COMPLETED, FAILED, CACHED):
+            for col in (SUBMITTED, COMPLETED, FAILED, CACHED, REFUSED, PRECOMPUTED):
                 totals[col] += row[col]
         elapsed = min(span, max(1.0, now - self.started))
         return totals, elapsed
@@ -186,6 +202,12 @@ class LiveWindow:
                 "submitted": counts[SUBMITTED],
                 "completed": counts[COMPLETED],
                 "failed": counts[FAILED],
+                "refused": counts[REFUSED],
+                # Answers by where they came from: the cache, a pipeline a person's request
+                # ran, or one the watchlist ran ahead of time.
+                "answered_from_cache": counts[CACHED],
+                "computed_online": counts[COMPLETED] - counts[CACHED] - counts[PRECOMPUTED],
+                "precomputed": counts[PRECOMPUTED],
                 "p50_ms": percentile(latencies, 0.50),
                 "p95_ms": percentile(latencies, 0.95),
                 "p99_ms": percentile(latencies, 0.99),

@@ -1,51 +1,33 @@
-"""Scheduling strategies: one small interface, chosen per request.
+"""Scheduling strategies: one small interface (`base.Strategy`), chosen per request.
 
     centralized  the whole pipeline, sequentially, in one task (the baseline)
     chord        fetch prices, then one flat chord of every model and the sentiment
     cascade      cheap models first; the deep ones only when the cheap ones disagree or
                  are unsure (Clipper's IDK cascade)
 
-Every strategy runs the same stage functions (`workers.stages`), records a stage record per
-step and stores its name in the result, so the experiment compares like with like.
+Every strategy runs the same stage functions (`workers.stages`) through the same timed
+wrappers (`workers.parts`) and stores its name in the result, so the experiment compares
+like with like.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from predictions.models import STRATEGIES
+from workers.strategies.base import Strategy
+from workers.strategies.cascade import CascadeStrategy
+from workers.strategies.centralized import CentralizedStrategy
+from workers.strategies.chord import ChordStrategy
 
-from predictions.models import PredictionRequest
-from predictions.strategies import STRATEGIES
-
-
-class Strategy:
-    """Where and in which order the stages of one request run."""
-
-    name: str = ""
-
-    def dispatch(self, request: PredictionRequest) -> None:
-        """Queue the first task; called after the request row is committed (PITFALLS #6)."""
-        raise NotImplementedError
-
-    def after_prices(
-        self, request: PredictionRequest, price_key: str, prices_stage: dict[str, Any]
-    ) -> None:
-        """Continue once the coordinator stored the prices (coordinator-based strategies)."""
-        raise NotImplementedError(f"{self.name} does not use the price coordinator")
+_BY_NAME: dict[str, Strategy] = {
+    s.name: s for s in (CentralizedStrategy(), ChordStrategy(), CascadeStrategy())
+}
+if set(_BY_NAME) != set(STRATEGIES):  # a strategy named in the model but not built here
+    raise RuntimeError(f"workers.strategies implements {sorted(_BY_NAME)}, not {STRATEGIES}")
 
 
-def get(name: str) -> Strategy:
+def strategy_for(name: str) -> Strategy:
     """The strategy of that name; unknown names are refused by the API before this."""
-    from workers.strategies.cascade import CascadeStrategy
-    from workers.strategies.centralized import CentralizedStrategy
-    from workers.strategies.chord import ChordStrategy
-
-    registry: dict[str, Strategy] = {
-        s.name: s for s in (CentralizedStrategy(), ChordStrategy(), CascadeStrategy())
-    }
-    if set(registry) != set(STRATEGIES):
-        raise RuntimeError("predictions.strategies.STRATEGIES and workers.strategies disagree")
     try:
-        return registry[name]
+        return _BY_NAME[name]
     except KeyError:
-        known = ", ".join(STRATEGIES)
-        raise ValueError(f"Unknown strategy {name!r}; choose one of {known}.") from None
+        raise ValueError(f"Unknown strategy {name!r}; choose one of {STRATEGIES}.") from None

@@ -18,12 +18,13 @@ from django.conf import settings
 
 from predictions import price_store
 from predictions.forecasting.base import ForecastError
+from predictions.forecasting.catalog import model_info
 from predictions.forecasting.combine import combine
-from predictions.forecasting.registry import model_info
 from predictions.models import PredictionRequest
-from workers import pipeline, routing, stages
-from workers.stage import StageClock
-from workers.strategies import Strategy
+from predictions.results import Part, StageRecord
+from workers import parts, signatures
+from workers.stage_clock import StageClock
+from workers.strategies.base import Strategy
 
 
 def split_models(names: list[str]) -> tuple[list[str], list[str]]:
@@ -95,65 +96,37 @@ def judge(
     return decision
 
 
-def _header(request: PredictionRequest, names: list[str], price_key: str) -> list[Any]:
-    from workers.tasks import run_model
-
-    request_id = str(request.id)
-    return [
-        run_model.si(request_id, name, price_key, request.horizon).set(
-            queue=routing.queue_for_model(name), expires=request.deadline
-        )
-        for name in names
-    ]
-
-
-def _launch(request: PredictionRequest, header: list[Any], body: Any) -> None:
-    from workers.tasks import chord_failed
-
-    body = body.set(queue=routing.CPU)
-    body.on_error(chord_failed.s(request_id=str(request.id)).set(queue=routing.IO))
-    chord(header)(body)
-
-
 class CascadeStrategy(Strategy):
     name = "cascade"
 
     def dispatch(self, request: PredictionRequest) -> None:
-        pipeline.start_coordinator(request)
+        signatures.fetch_prices(request).apply_async()
 
     def after_prices(
-        self, request: PredictionRequest, price_key: str, prices_stage: dict[str, Any]
+        self, request: PredictionRequest, price_key: str, prices_stage: StageRecord
     ) -> None:
-        from workers.tasks import analyze_sentiment, cascade_decide
-
         cheap, _ = split_models(list(settings.PREDICTION_MODELS))
-        header = _header(request, cheap, price_key)
-        header.append(
-            analyze_sentiment.si(str(request.id), request.symbol).set(
-                queue=routing.IO, expires=request.deadline
-            )
+        header = [signatures.run_model(request, name, price_key) for name in cheap]
+        header.append(signatures.analyze_sentiment(request))
+        body = signatures.callback(
+            signatures.CASCADE_DECIDE, request, price_key=price_key, prices_stage=prices_stage
         )
-        body = cascade_decide.s(
-            request_id=str(request.id), price_key=price_key, prices_stage=prices_stage
-        )
-        _launch(request, header, body)
+        chord(header)(body)
 
 
 def decide(
     task: Task,
     request: PredictionRequest,
-    parts: list[dict[str, Any]],
+    cheap_parts: list[Part],
     price_key: str,
-    prices_stage: dict[str, Any],
+    prices_stage: StageRecord,
 ) -> dict[str, Any]:
     """Callback of the cheap chord: answer now, or launch the deep models' chord."""
-    from workers.tasks import cascade_finish
-
     clock = StageClock(task, "cascade", str(request.id))
     _, deep = split_models(list(settings.PREDICTION_MODELS))
     history = price_store.load(price_key)
     decision = judge(
-        [part for part in parts if "model" in part],
+        [dict(part) for part in cheap_parts if "model" in part],
         deep,
         float(history.adj_close[-1]),
         request.horizon,
@@ -162,33 +135,17 @@ def decide(
     )
     outcome = "escalate" if decision.escalate else "answer"
     stage = clock.finish("ok", f"{outcome}: {decision.reason}")
-    parts = [*parts, {"kind": "cascade", "stage": stage}]
-    if decision.escalate:
-        body = cascade_finish.s(
-            request_id=str(request.id),
-            prices_stage=prices_stage,
-            earlier=parts,
-            cascade=decision.summary(),
-        )
-        _launch(request, _header(request, deep, price_key), body)
-        return {"ok": True, "escalated": True}
-    return finish(task, request, parts, prices_stage, decision.summary())
-
-
-def finish(
-    task: Task,
-    request: PredictionRequest,
-    parts: list[dict[str, Any]],
-    prices_stage: dict[str, Any],
-    cascade: dict[str, Any],
-) -> dict[str, Any]:
-    clock = StageClock(task, "combine", str(request.id))
-    try:
-        result = stages.assemble(request, parts, prices_stage, clock)
-    except Exception as exc:  # noqa: BLE001 - the request must reach a final state
-        clock.finish("error", str(exc))
-        request.mark_failed(f"Could not combine the forecasts: {exc}")
-        return {"ok": False, "error": str(exc)}
-    result["cascade"] = cascade
-    pipeline.finish(request, result)
-    return {"ok": True, "escalated": cascade["escalate"]}
+    earlier: list[Part] = [*cheap_parts, {"kind": "cascade", "stage": stage}]
+    if not decision.escalate:
+        summary = {"cascade": decision.summary()}
+        return {**parts.finish(task, request, earlier, prices_stage, summary), "escalated": False}
+    header = [signatures.run_model(request, name, price_key) for name in deep]
+    body = signatures.callback(
+        signatures.CASCADE_FINISH,
+        request,
+        prices_stage=prices_stage,
+        earlier=earlier,
+        cascade=decision.summary(),
+    )
+    chord(header)(body)
+    return {"ok": True, "escalated": True}

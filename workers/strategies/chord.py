@@ -1,21 +1,35 @@
-"""`chord`: the coordinator fetches prices, then one flat chord of every model + sentiment."""
+"""`chord`: the coordinator fetches prices, then one flat chord of every model + sentiment.
+
+    fetch_prices (io)  ->  chord([run_model x N (cpu|gpu), analyze_sentiment (io)],
+                                 combine_results (cpu))
+
+The coordinator launches the chord itself instead of nesting canvases: nested chords,
+chains as chord bodies and chords inside chains have a long history of Celery bugs.
+"""
 
 from __future__ import annotations
 
-from typing import Any
+from celery import chord
+from django.conf import settings
 
 from predictions.models import PredictionRequest
-from workers import pipeline
-from workers.strategies import Strategy
+from predictions.results import StageRecord
+from workers import signatures
+from workers.strategies.base import Strategy
 
 
 class ChordStrategy(Strategy):
     name = "chord"
 
     def dispatch(self, request: PredictionRequest) -> None:
-        pipeline.start_coordinator(request)
+        signatures.fetch_prices(request).apply_async()
 
     def after_prices(
-        self, request: PredictionRequest, price_key: str, prices_stage: dict[str, Any]
+        self, request: PredictionRequest, price_key: str, prices_stage: StageRecord
     ) -> None:
-        pipeline.launch_chord(request, price_key, prices_stage)
+        header = [
+            signatures.run_model(request, name, price_key) for name in settings.PREDICTION_MODELS
+        ]
+        header.append(signatures.analyze_sentiment(request))
+        body = signatures.callback(signatures.COMBINE_RESULTS, request, prices_stage=prices_stage)
+        chord(header)(body)

@@ -1,6 +1,6 @@
 """Create (or show) the API token of a user, creating the user when needed.
 
-    python manage.py create_api_token alice
+python manage.py create_api_token alice
 """
 
 from __future__ import annotations

@@ -23,10 +23,18 @@ class Command(BaseCommand):
     help = "Fan pipeline events out to the live dashboard and prediction pages, once per tick."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--tick", type=float, default=settings.DASHBOARD_TICK_SECONDS,
-                            help="seconds between batches (0.05-1)")
-        parser.add_argument("--window", type=int, default=settings.DASHBOARD_WINDOW,
-                            help="recent requests kept in memory")  # fmt: skip
+        parser.add_argument(
+            "--tick",
+            type=float,
+            default=settings.DASHBOARD_TICK_SECONDS,
+            help="seconds between batches (0.05-1)",
+        )
+        parser.add_argument(
+            "--window",
+            type=int,
+            default=settings.DASHBOARD_WINDOW,
+            help="recent requests kept in memory",
+        )
 
     def handle(self, *args: Any, **options: Any) -> None:
         tick, size = options["tick"], options["window"]

@@ -219,6 +219,12 @@ function drawTiles(stats) {
   $("t-hit5").textContent = `5 min ${pct(five.cache_hit_ratio)}`;
   $("t-err").textContent = pct(one.error_rate);
   $("t-err5").textContent = `5 min ${pct(five.error_rate)} (${five.failed || 0} failed)`;
+  $("t-ref").textContent = String(one.refused ?? 0);
+  $("t-ref5").textContent = `5 min ${five.refused ?? 0} (at capacity or over a client's share)`;
+  const sources = (w) =>
+    `${w.answered_from_cache ?? 0} / ${w.computed_online ?? 0} / ${w.precomputed ?? 0}`;
+  $("t-src").textContent = sources(one);
+  $("t-src5").textContent = `5 min ${sources(five)}`;
 }
 
 function drawWorkers(workers) {

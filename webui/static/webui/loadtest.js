@@ -82,6 +82,11 @@ async function waitForResult(cfg, url, init) {
   const wait = Math.max(1, Math.min(30, limits.max_wait));
   for (;;) {
     const response = await fetch(`${url}?wait=${wait}`, init);
+    if (response.status === 503 && response.headers.get("Retry-After")) {
+      // Too many waiting clients on that server: back off as told, then ask again.
+      await new Promise((resolve) => setTimeout(resolve, Number(response.headers.get("Retry-After")) * 1000));
+      continue;
+    }
     if (!response.ok) return { response, error: await errorText(response) };
     const p = await response.json();
     if (p.status === "done") return { response, error: "" };
@@ -115,7 +120,8 @@ async function one(cfg, index) {
       });
       if (cfg.endpoint === "submit-wait" && response.status === 202) {
         const accepted = await response.json();
-        const outcome = await waitForResult(cfg, accepted.links.self, init);
+        const url = new URL(accepted.links.self, cfg.base || window.location.origin).href;
+        const outcome = await waitForResult(cfg, url, init);
         response = outcome.response;
         error = outcome.error;
         status = outcome.failed ? "failed" : response.status;

@@ -97,7 +97,13 @@ function renderResult(p) {
     `Prices from ${r.data.source}.`,
     p.cache_hit ? "Answered from the cache." : `Pipeline took ${fmt(r.timings.pipeline_ms, 0)} ms.`,
   ];
-  if (c.unsure) parts.push(`Unsure: ${c.unsure_reason}`);
+  const band = c.interval && c.interval.calibration;
+  const covered = band && band.measured_coverage && band.measured_coverage[band.applied ? "after" : "before"];
+  if (covered != null) {
+    const level = Math.round((c.interval.level || 0.8) * 100);
+    parts.push(`On held-out history the ${level}% interval held the price ${fmt(covered * 100, 0)}% of the time.`);
+  }
+  if (c.unsure) parts.push(`Unsure: ${c.unsure_reason}. ${c.unsure_meaning || ""}`);
   $("result-summary").textContent = parts.join(" ");
 
   const lastDate = r.history.dates[r.history.dates.length - 1];
@@ -178,8 +184,15 @@ function watch(id) {
   return live;
 }
 
+// The page draws a chart, so it asks for the recent closes (`include=history`) too.
 async function getPrediction(url, wait, signal) {
-  const response = await fetch(`${url}?wait=${wait}`, { headers: { Accept: "application/json" }, signal });
+  let response = await fetch(`${url}?wait=${wait}&include=history`, { headers: { Accept: "application/json" }, signal });
+  if (response.status === 503 && wait > 0) {
+    // Too many clients waiting on this server: come back as told, without holding a thread.
+    const pause = Number(response.headers.get("Retry-After") || 1) * 1000;
+    await new Promise((resolve) => setTimeout(resolve, pause));
+    response = await fetch(`${url}?include=history`, { headers: { Accept: "application/json" }, signal });
+  }
   const p = await response.json();
   if (!response.ok) throw new Error(p.error || `HTTP ${response.status}`);
   return p;
@@ -227,6 +240,8 @@ async function predict(event) {
     if (response.status === 202) {
       say(`Queued as ${body.id}; following its stages…`);
       p = await follow(body.links.self, body.id);
+    } else {
+      p = { ...(await getPrediction(body.links.self, 0)), cache_hit: body.cache_hit };
     }
     renderStages(p.stages || [], p.status);
     renderResult(p);

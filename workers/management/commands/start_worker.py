@@ -2,8 +2,8 @@
 
     python manage.py start_worker --queues io,cpu --concurrency 2 --name cpu1
 
-A GPU found by TensorFlow (or WORKER_GPU=on) adds the `gpu` queue; the worker's processes
-then warm TensorFlow up right after they fork.
+A GPU found by TensorFlow (or WORKER_GPU=on) adds the `gpu` queue. Each pool process warms
+up for its queues right after it forks (`workers.warmup`) and then counts itself warm.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from workers.gpu import detect_gpu
-from workers.routing import CPU, GPU, QUEUES
+from workers.routing import GPU, QUEUES
 
 
 class Command(BaseCommand):
@@ -49,19 +49,31 @@ class Command(BaseCommand):
             queues.append(GPU)
         if not has_gpu and GPU in queues:
             self.stderr.write("No GPU found: consuming 'gpu' anyway, TensorFlow runs on the CPU.")
-        env = {**os.environ, "WORKER_HAS_GPU": "1" if has_gpu else "0"}
+        env = {
+            **os.environ,
+            "WORKER_HAS_GPU": "1" if has_gpu else "0",
+            "WORKER_QUEUES": ",".join(queues),  # what each pool process warms up for
+        }
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-        if CPU in queues or GPU in queues:
-            env["WORKER_WARM_TF"] = "1"
         argv = [
-            sys.executable, "-m", "celery", "-A", "config", "worker",
-            "-Q", ",".join(queues),
-            "-c", str(options["concurrency"]),
-            "-n", f"{options['name']}@%h",
-            "--max-tasks-per-child", str(options["max_tasks_per_child"]),
-            "-l", options["loglevel"],
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "config",
+            "worker",
+            "-Q",
+            ",".join(queues),
+            "-c",
+            str(options["concurrency"]),
+            "-n",
+            f"{options['name']}@%h",
+            "--max-tasks-per-child",
+            str(options["max_tasks_per_child"]),
+            "-l",
+            options["loglevel"],
             "-E",
-        ]  # fmt: skip
+        ]
         if options["beat"]:
             argv += ["-B", "-s", str(settings.VAR_DIR / "celerybeat-schedule")]
         self.stdout.write(f"Starting worker {options['name']} on queues {','.join(queues)}")

@@ -1,0 +1,75 @@
+"""One instance's answer from a finished prediction: the ensemble's or one member's."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from predictions.models import PredictionRequest
+
+ENSEMBLE = "ensemble"
+ENSEMBLE_VERSION = 1  # combined anew from each member's newest version on every answer
+
+
+class NotServable(ValueError):
+    """This model (or version) cannot answer the instance; `status` is the HTTP status."""
+
+    def __init__(self, message: str, status: int) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def member(prediction: PredictionRequest, model: str) -> dict[str, Any] | None:
+    """The member model's part of a finished prediction (None: it did not run there)."""
+    for part in (prediction.result or {}).get("models", []):
+        if part.get("model") == model:
+            return dict(part)
+    return None
+
+
+def output(
+    prediction: PredictionRequest, model: str, version: int | None, *, cache_hit: bool
+) -> dict[str, Any]:
+    result = prediction.result or {}
+    data = result.get("data") or {}
+    combined = result.get("combined") or {}
+    common = {
+        "symbol": prediction.symbol,
+        "horizon": prediction.horizon,
+        "model": model,
+        "dates": result.get("forecast_dates", []),
+        "last_bar_date": data.get("last_bar_date"),
+        "source": data.get("source"),
+        "request_id": str(prediction.id),
+        "cache_hit": cache_hit,
+    }
+    if model == ENSEMBLE:
+        interval = combined.get("interval") or {}
+        return common | {
+            "version": ENSEMBLE_VERSION,
+            "forecast": combined.get("forecast", []),
+            "lower": interval.get("lower"),
+            "upper": interval.get("upper"),
+            "level": interval.get("level"),
+            "unsure": combined.get("unsure"),
+        }
+    part = member(prediction, model)
+    where = f"{prediction.symbol} h={prediction.horizon}"
+    if part is None:
+        raise NotServable(f"{model} did not run for {where}.", 404)
+    if not part.get("ok"):
+        raise NotServable(f"{model} failed for {where}: {part.get('error')}", 400)
+    served = (part.get("registry") or {}).get("generation")
+    if version is not None and version != served:
+        raise NotServable(
+            f"Version {version} of {model} is not served for {prediction.symbol}: its newest "
+            f"answer comes from version {served} (versions are registry generations).",
+            404,
+        )
+    return common | {
+        "version": served,
+        "forecast": part.get("forecast", []),
+        "lower": None,  # a member has no interval of its own; the ensemble's is calibrated
+        "upper": None,
+        "level": None,
+        "unsure": None,
+    }

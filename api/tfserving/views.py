@@ -1,0 +1,240 @@
+"""The TF-Serving-compatible endpoints: predict, version status, metadata.
+
+Errors are TF Serving's shape, `{"error": "<sentence>"}`, with a 4xx status (503 with
+Retry-After when the service is busy or an answer is still being computed). Access is the
+REST API's: anyone may ask, within the same rate-limit windows (a call counts once,
+however many instances it carries) and, for work the cache cannot answer, admission
+control.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from functools import partial
+
+from django.conf import settings
+from django.db import transaction
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiExample, extend_schema
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from api import answers
+from api.tfserving import body as tfbody
+from api.tfserving.outputs import ENSEMBLE, ENSEMBLE_VERSION, NotServable, member, output
+from api.tfserving.status import model_versions, signature
+from api.throttles import client_key
+from api.waiting import wait_slot
+from predictions import progress
+from predictions.admission import BUSY, in_flight_limit
+from predictions.models import PredictionRequest
+from predictions.submission import Admission, NotAdmitted, SymbolNotServed, submit
+from workers import pipeline, routing
+
+STILL_COMPUTING_RETRY_SECONDS = 2
+FAILED_RETRY_SECONDS = 10
+ROW_EXAMPLE = {"signature_name": "serving_default", "instances": [{"symbol": "AAPL", "horizon": 5}]}
+COLUMNAR_EXAMPLE = {"inputs": {"symbol": ["AAPL", "^GSPC"], "horizon": [5, 20]}}
+
+
+def tf_error(message: str, status: int, retry_after: int | None = None) -> Response:
+    headers = {"Retry-After": str(retry_after)} if retry_after else None
+    return Response({"error": message}, status=status, headers=headers)
+
+
+class ServableNotFound(Exception):
+    pass
+
+
+def known_model(model: str, version: str | None) -> int | None:
+    """The version asked for as a number (None: the newest); ServableNotFound otherwise."""
+    models = [ENSEMBLE, *settings.PREDICTION_MODELS]
+    if model not in models:
+        raise ServableNotFound(
+            f"Servable not found for request: Specs(name='{model}'): this service serves "
+            f"{', '.join(models)}."
+        )
+    if version is None:
+        return None
+    if not version.isdigit():
+        raise ServableNotFound(f"Version {version!r} of {model}: versions are whole numbers.")
+    if model == ENSEMBLE and int(version) != ENSEMBLE_VERSION:
+        raise ServableNotFound(
+            f"The ensemble has one version, {ENSEMBLE_VERSION}: it is combined anew from "
+            "each member's newest version on every answer."
+        )
+    return int(version)
+
+
+class TFServingView(APIView):
+    """DRF's authentication and throttles; errors in TF Serving's shape."""
+
+    def handle_exception(self, exc: Exception) -> Response:
+        response = super().handle_exception(exc)
+        if isinstance(response.data, dict) and "error" in response.data:
+            response.data = {"error": response.data["error"]}
+        return response
+
+
+@extend_schema(tags=["tfserving"])
+class Predict(TFServingView):
+    @extend_schema(
+        request=OpenApiTypes.OBJECT,
+        responses={200: OpenApiTypes.OBJECT},
+        examples=[
+            OpenApiExample("row format", value=ROW_EXAMPLE, request_only=True),
+            OpenApiExample("columnar format", value=COLUMNAR_EXAMPLE, request_only=True),
+        ],
+        description="TF Serving's Predict: one forecast per instance, in order. Cached "
+        "answers at once; others through the pipeline, waiting up to TFSERVING_MAX_WAIT s "
+        "(503 with Retry-After and the request ids when not finished by then).",
+    )
+    def post(self, request: Request, model: str, version: str | None = None) -> Response:
+        try:
+            wanted = known_model(model, version)
+        except ServableNotFound as exc:
+            return tf_error(str(exc), 404)
+        try:
+            call = tfbody.parse(json.loads(request.body or b"null"))
+        except json.JSONDecodeError as exc:
+            return tf_error(f"The body is not JSON: {exc.msg} (line {exc.lineno}).", 400)
+        except tfbody.BadBody as exc:
+            return tf_error(str(exc), 400)
+        questions = list(dict.fromkeys(call.instances))
+        found: dict[tfbody.Instance, tuple[PredictionRequest, bool]] = {}
+        asked: dict[tfbody.Instance, PredictionRequest] = {}
+        strategy = settings.DEFAULT_STRATEGY
+        if model != ENSEMBLE and strategy == "cascade":
+            strategy = "chord"  # the cascade may skip the member asked for
+        gate = Admission(client_key(request), in_flight_limit(routing.model_processes()))
+        for question in questions:
+            cached = PredictionRequest.objects.answer_for(question.symbol, question.horizon)
+            if cached is not None and (model == ENSEMBLE or member(cached, model)):
+                found[question] = (cached, True)
+                continue
+            index = call.instances.index(question)
+            try:
+                submission = submit(
+                    question.symbol, question.horizon, strategy, request.user, gate=gate
+                )
+            except SymbolNotServed as exc:
+                return tf_error(f"Instance {index}: {exc}", 400)
+            except NotAdmitted as exc:
+                status = 503 if exc.decision.outcome == BUSY else 429
+                started = ", ".join(str(r.id) for r in asked.values()) or "none"
+                return tf_error(
+                    f"Instance {index}: {exc} Requests already started for this call: {started}.",
+                    status,
+                    exc.decision.retry_after,
+                )
+            if not submission.joined:
+                transaction.on_commit(partial(pipeline.dispatch, submission.request))
+            asked[question] = submission.request
+        if asked:
+            refused = self._wait(asked, found)
+            if refused is not None:
+                return refused
+        for cached, hit in found.values():
+            if hit:
+                answers.count_hit()
+                cached.share()
+        try:
+            outputs = [
+                output(found[i][0], model, wanted, cache_hit=found[i][1]) for i in call.instances
+            ]
+        except NotServable as exc:
+            return tf_error(str(exc), exc.status)
+        if call.layout == tfbody.ROW:
+            return Response({"predictions": outputs})
+        return Response({"outputs": {key: [o[key] for o in outputs] for key in outputs[0]}})
+
+    def _wait(
+        self,
+        asked: dict[tfbody.Instance, PredictionRequest],
+        found: dict[tfbody.Instance, tuple[PredictionRequest, bool]],
+    ) -> Response | None:
+        """Wait for the pipelines this call started or joined; an error response if any is
+        not done in time or failed."""
+        deadline = time.monotonic() + settings.TFSERVING_MAX_WAIT
+        with wait_slot() as free:
+            for request in asked.values():
+                if not free:
+                    break
+
+                def is_final(request: PredictionRequest = request) -> bool:
+                    request.refresh_from_db()
+                    return request.is_final
+
+                progress.wait_for_final(
+                    str(request.id), max(0.0, deadline - time.monotonic()), is_final
+                )
+        unfinished, failed = [], []
+        for question, request in asked.items():
+            request.refresh_from_db()
+            answer = request.answered_by or request
+            label = f"{question.symbol} h={question.horizon} (request {request.id})"
+            if not request.is_final:
+                unfinished.append(label)
+            elif answer.status != "done":
+                failed.append(f"{label}: {answer.error}")
+            else:
+                found[question] = (answer, False)
+        if unfinished:
+            return tf_error(
+                f"Still being computed: {'; '.join(unfinished)}. Repeat the call in a moment: "
+                "it joins these instead of starting again.",
+                503,
+                STILL_COMPUTING_RETRY_SECONDS,
+            )
+        if failed:
+            return tf_error(
+                f"The prediction failed for {'; '.join(failed)}", 503, FAILED_RETRY_SECONDS
+            )
+        return None
+
+
+@extend_schema(tags=["tfserving"])
+class Status(TFServingView):
+    @extend_schema(
+        responses={200: OpenApiTypes.OBJECT},
+        description="TF Serving's model_version_status: AVAILABLE, LOADING (workers warming "
+        "up), END (an older generation the registry keeps), UNKNOWN (no worker running).",
+    )
+    def get(self, request: Request, model: str, version: str | None = None) -> Response:
+        try:
+            wanted = known_model(model, version)
+        except ServableNotFound as exc:
+            return tf_error(str(exc), 404)
+        versions = model_versions(model)
+        if wanted is not None:
+            versions = [v for v in versions if int(v["version"]) == wanted]
+        if not versions:
+            which = (
+                f"version {wanted} of {model}" if wanted is not None else f"any version of {model}"
+            )
+            return tf_error(
+                f"Could not find {which}: a member's versions are the registry generations "
+                "trained so far (the first prediction that needs one trains it).",
+                404,
+            )
+        return Response({"model_version_status": versions})
+
+
+@extend_schema(tags=["tfserving"])
+class Metadata(TFServingView):
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    def get(self, request: Request, model: str) -> Response:
+        try:
+            known_model(model, None)
+        except ServableNotFound as exc:
+            return tf_error(str(exc), 404)
+        versions = model_versions(model)
+        newest = max((int(v["version"]) for v in versions), default=None)
+        return Response(
+            {
+                "model_spec": {"name": model, "signature_name": "", "version": str(newest or "")},
+                "metadata": signature(model),
+            }
+        )

@@ -1,0 +1,57 @@
+"""DRF throttles over the fixed-window counters of `predictions.rate_limits`."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rest_framework.throttling import BaseThrottle
+
+from predictions.rate_limits import allows, client_ident
+
+
+def client_key(request: Any) -> str:
+    """Who a DRF request comes from: an account, else an address."""
+    if request.user.is_authenticated:
+        return f"user:{request.user.pk}"
+    return f"anon:{client_ident(request)}"
+
+
+class FixedWindowThrottle(BaseThrottle):
+    """Counts the request in its client's current window; refuses beyond the rate."""
+
+    scope = ""
+
+    def __init__(self) -> None:
+        self.seconds_left = 0
+
+    def ident(self, request: Any) -> str | None:
+        """Who is counted, or None when this throttle does not apply to the request."""
+        raise NotImplementedError
+
+    def allow_request(self, request: Any, view: Any) -> bool:
+        ident = self.ident(request)
+        if ident is None:
+            return True
+        allowed, self.seconds_left = allows(self.scope, ident)
+        return allowed
+
+    def wait(self) -> float | None:
+        return self.seconds_left
+
+
+class AnonymousThrottle(FixedWindowThrottle):
+    """Clients without credentials, by address (THROTTLE_ANON)."""
+
+    scope = "anon"
+
+    def ident(self, request: Any) -> str | None:
+        return None if request.user.is_authenticated else client_ident(request)
+
+
+class UserThrottle(FixedWindowThrottle):
+    """Authenticated users, by account (THROTTLE_USER)."""
+
+    scope = "user"
+
+    def ident(self, request: Any) -> str | None:
+        return str(request.user.pk) if request.user.is_authenticated else None

@@ -1,0 +1,11 @@
+from django.urls import path
+
+from api import registry_views, views
+
+urlpatterns = [
+    path("predictions/", views.PredictionListCreate.as_view(), name="prediction-list"),
+    path("predictions/<str:id>/", views.PredictionDetail.as_view(), name="prediction-detail"),
+    path("symbols/", views.SymbolList.as_view(), name="symbol-list"),
+    path("models/", registry_views.ModelList.as_view(), name="model-list"),
+    path("models/<str:symbol>/", registry_views.ModelDetail.as_view(), name="model-detail"),
+]

@@ -1,0 +1,238 @@
+"""REST endpoints: thin views over predictions.submission and the request table."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any, NoReturn
+
+from django.conf import settings
+from django.db import transaction
+from django.http import HttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import generics, status
+from rest_framework.exceptions import (
+    NotAuthenticated,
+    PermissionDenied,
+    Throttled,
+    ValidationError,
+)
+from rest_framework.parsers import JSONParser
+from rest_framework.permissions import BasePermission
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.reverse import reverse
+from rest_framework.views import APIView
+
+from api import answers
+from api.errors import NotFoundError, Refused
+from api.serializers import (
+    PredictionCreateSerializer,
+    PredictionDetailSerializer,
+    PredictionSummarySerializer,
+)
+from api.throttles import client_key
+from api.waiting import wait_slot
+from predictions import progress, rate_limits
+from predictions.admission import BUSY, in_flight_limit
+from predictions.models import PredictionRequest
+from predictions.prices.sample import SamplePriceProvider
+from predictions.submission import Admission, NotAdmitted, SymbolNotServed, submit
+from predictions.symbols import InvalidSymbol, normalize_symbol
+from workers import pipeline, routing
+
+INCLUDE_PARAMETER = OpenApiParameter(
+    "include",
+    OpenApiTypes.STR,
+    enum=["history"],
+    description="`history` adds the recent closes (`result.history`) for a chart.",
+)
+
+
+def include_history(request: Request) -> bool:
+    include = request.query_params.get("include", "")
+    if include not in ("", "history"):
+        raise ValidationError({"include": ["include may only be 'history'."]})
+    return include == "history"
+
+
+WAIT_RETRY_SECONDS = 2
+TooManyWaiting = Refused
+
+
+def check_fresh_run_allowed(request: Request) -> None:
+    """Fresh runs and retraining are the most expensive requests there are: they need an
+    account (unless ANONYMOUS_FRESH_RUNS) and count in their own rate limit."""
+    if not request.user.is_authenticated and not settings.ANONYMOUS_FRESH_RUNS:
+        raise PermissionDenied(
+            "Fresh runs (use_cache: false) and retraining (warm_start: false) need an "
+            "account: sign in or send a token."
+        )
+    allowed, wait = rate_limits.allows("expensive", client_key(request))
+    if not allowed:
+        raise Throttled(wait=wait)
+
+
+class ListingNeedsAnAccount(BasePermission):
+    """Anyone may submit; listing shows one's own requests, so it needs an account."""
+
+    message = (
+        "Listing predictions needs an account: sign in or send a token. "
+        "One prediction can be read by its id."
+    )
+
+    def has_permission(self, request: Request, view: Any) -> bool:
+        return request.method == "POST" or bool(request.user and request.user.is_authenticated)
+
+
+class PredictionListCreate(generics.ListAPIView):
+    """List predictions (newest first, `?symbol=` filters) or submit one."""
+
+    serializer_class = PredictionSummarySerializer
+    parser_classes = [JSONParser]
+
+    permission_classes = [ListingNeedsAnAccount]
+
+    def permission_denied(
+        self, request: Request, message: str | None = None, code: str | None = None
+    ) -> NoReturn:
+        """DRF says only "credentials were not provided"; say what to do instead."""
+        raise NotAuthenticated(ListingNeedsAnAccount.message)
+
+    def get_queryset(self) -> Any:
+        queryset = PredictionRequest.objects.listed_for(self.request.user)
+        symbol = self.request.query_params.get("symbol")
+        if symbol:
+            try:
+                queryset = queryset.filter(symbol=normalize_symbol(symbol))
+            except InvalidSymbol as exc:
+                raise ValidationError({"symbol": [str(exc)]}) from exc
+        return queryset
+
+    @extend_schema(
+        request=PredictionCreateSerializer,
+        parameters=[INCLUDE_PARAMETER],
+        responses={200: PredictionDetailSerializer, 202: PredictionSummarySerializer},
+        description="200 with the prediction that answers the question when one finished "
+        "within PREDICTION_CACHE_TTL (`cache_hit: true`; nothing new is created); else 202 "
+        "with the queued request's id and links (or the identical request it joined). "
+        "503 with Retry-After when the service is at capacity, 429 when this client already "
+        "has its share of predictions in progress.",
+    )
+    def post(self, request: Request) -> HttpResponse:
+        serializer = PredictionCreateSerializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        data = serializer.validated_data
+        if not data["use_cache"] or not data["warm_start"]:
+            check_fresh_run_allowed(request)
+        with_history = include_history(request)
+        if data["use_cache"]:
+            body = answers.cached_answer(
+                data["symbol"], data["horizon"], include_history=with_history
+            )
+            if body is not None:
+                answers.count_hit()
+                return HttpResponse(body, content_type="application/json")
+        gate = Admission(client_key(request), in_flight_limit(routing.model_processes()))
+        try:
+            submission = submit(
+                data["symbol"],
+                data["horizon"],
+                data["strategy"],
+                request.user,
+                data["use_cache"],
+                warm_start=data["warm_start"],
+                gate=gate,
+            )
+        except SymbolNotServed as exc:
+            raise NotFoundError(str(exc)) from exc
+        except NotAdmitted as exc:
+            code = 503 if exc.decision.outcome == BUSY else 429
+            raise Refused(str(exc), code, exc.decision.retry_after) from exc
+        context = {"include_history": with_history, "staff": request.user.is_staff}
+        if submission.request.is_final:
+            detail = PredictionDetailSerializer(submission.request, context=context).data
+            return Response(detail, status=status.HTTP_200_OK)
+        if not submission.joined:
+            transaction.on_commit(lambda: pipeline.dispatch(submission.request))
+        summary = PredictionSummarySerializer(submission.request).data
+        return Response(
+            summary, status=status.HTTP_202_ACCEPTED, headers={"Location": summary["links"]["self"]}
+        )
+
+
+class PredictionDetail(APIView):
+    """One prediction: status, stage timings, result or failure reason."""
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "wait",
+                OpenApiTypes.INT,
+                description="Wait up to this many seconds for the final state "
+                f"(0-{settings.PREDICTION_MAX_WAIT}).",
+            ),
+            INCLUDE_PARAMETER,
+        ],
+        responses={200: PredictionDetailSerializer},
+    )
+    def get(self, request: Request, id: str) -> Response:
+        wait = self._wait_seconds(request)
+        context = {"include_history": include_history(request), "staff": request.user.is_staff}
+        prediction = self._get(id, request.user)
+        if wait > 0 and not prediction.is_final:
+
+            def is_final() -> bool:
+                prediction.refresh_from_db()
+                return prediction.is_final
+
+            with wait_slot() as free:
+                if not free:
+                    raise TooManyWaiting(
+                        "Too many clients are waiting on this server; follow the prediction's "
+                        "websocket or ask again without ?wait in a moment.",
+                        503,
+                        WAIT_RETRY_SECONDS,
+                    )
+                progress.wait_for_final(str(prediction.id), wait, is_final)
+        prediction.fail_if_stale()
+        return Response(PredictionDetailSerializer(prediction, context=context).data)
+
+    @staticmethod
+    def _get(pk: str, user: Any) -> PredictionRequest:
+        """The request, if this user may read it (others get the same 404 as a wrong id)."""
+        try:
+            prediction = PredictionRequest.objects.get(id=uuid.UUID(pk))
+        except (ValueError, PredictionRequest.DoesNotExist):
+            prediction = None
+        if prediction is None or not prediction.visible_to(user):
+            raise NotFoundError(f"There is no prediction with id {pk[:64]}.")
+        return prediction
+
+    @staticmethod
+    def _wait_seconds(request: Request) -> float:
+        raw = request.query_params.get("wait", "0")
+        limit = settings.PREDICTION_MAX_WAIT
+        try:
+            wait = float(raw)
+        except ValueError:
+            wait = -1.0
+        if not 0 <= wait <= limit:
+            raise ValidationError(
+                {"wait": [f"wait must be a number of seconds from 0 to {limit}."]}
+            )
+        return wait
+
+
+class SymbolList(APIView):
+    """Symbols the offline provider can always serve (others may come from yfinance)."""
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    def get(self, request: Request) -> Response:
+        return Response(
+            {
+                "providers": settings.PRICE_PROVIDERS,
+                "offline": SamplePriceProvider().symbols(),
+                "predict": reverse("prediction-list", request=request),
+            }
+        )

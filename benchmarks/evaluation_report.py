@@ -1,0 +1,234 @@
+"""Markdown tables of a nested-evaluation report (see benchmarks/evaluate.py).
+
+Why: the report is JSON for machines; people read tables. The generated block of
+docs/evaluation.md is rewritten from them, the prose around it is not touched.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+BEGIN, END = "<!-- evaluate:begin -->", "<!-- evaluate:end -->"
+MARK = {"better": " ▲", "worse": " ▼"}
+
+
+def _pct(value: float | None, digits: int = 1, signed: bool = False) -> str:
+    if value is None:
+        return "–"
+    return f"{100 * value:+.{digits}f}" if signed else f"{100 * value:.{digits}f}"
+
+
+def _num(value: float | None, digits: int = 3) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def _skill(row: dict[str, Any]) -> str:
+    if row["skill_ci"] is None:
+        return "ref." if row["verdict"] == "reference" else "–"
+    low, high = row["skill_ci"]
+    mark = MARK.get(row["verdict"], "")
+    interval = f"({_pct(low, signed=True)}, {_pct(high, signed=True)})"
+    return f"{_pct(row['skill_vs_naive'], signed=True)} {interval}{mark}"
+
+
+def _ci(entry: dict[str, Any]) -> str:
+    if entry["coverage"] is None:
+        return "–"
+    low, high = entry["ci"]
+    return f"{_pct(entry['coverage'], 0)} ({_pct(low, 0)}–{_pct(high, 0)})"
+
+
+def windows_table(report: dict[str, Any]) -> str:
+    """Where each symbol's tune and test windows lie."""
+    lines = [
+        "| symbol | tune window (origins) | test window (origins) | tune bars | test bars | "
+        "refresh every | deep models |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for symbol, w in report["windows"].items():
+        modes = w["model_modes"].get("lstm") or []
+        deep = (
+            f"{modes.count('trained')} fits, {modes.count('fine-tuned')} fine-tunes"
+            if modes
+            else "–"
+        )
+        lines.append(
+            f"| {symbol} | {w['start']} → {w['boundary']} | {w['boundary']} → {w['end']} | "
+            f"{w['tune_bars']} | {w['test_bars']} | {w['refit_every']} bars | {deep} |"
+        )
+    return "\n".join(lines)
+
+
+def skill_matrix(report: dict[str, Any], horizon: str) -> str:
+    """Skill versus naive (percent, 95 % interval) per symbol and model, one horizon."""
+    names: list[str] = []
+    for by_h in report["scores"].values():
+        for row in by_h[horizon]["rows"]:
+            if row["model"] not in names:
+                names.append(row["model"])
+    lines = [
+        "| symbol | naive MAE % | " + " | ".join(n for n in names if n != "naive") + " |",
+        "|---|---|" + "---|" * (len(names) - 1),
+    ]
+    for symbol, by_h in report["scores"].items():
+        rows = {r["model"]: r for r in by_h[horizon]["rows"]}
+        naive = rows.get("naive")
+        cells = [_skill(rows[n]) if n in rows else "–" for n in names if n != "naive"]
+        lines.append(
+            f"| {symbol} | {_num(naive and naive['mae_pct'], 2)} | " + " | ".join(cells) + " |"
+        )
+    return "\n".join(lines)
+
+
+def detail_table(report: dict[str, Any], horizon: str) -> str:
+    """Every metric of every row, one horizon."""
+    lines = [
+        "| symbol | model | origins | MAE % | MASE | dir. acc. | skill vs naive % (95 % CI) | "
+        "DM p | verdict |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for symbol, by_h in report["scores"].items():
+        table = by_h[horizon]
+        for row in table["rows"]:
+            lines.append(
+                f"| {symbol} | {row['model']} | {row['n_origins']} | {_num(row['mae_pct'], 2)} | "
+                f"{_num(row['mase'])} | {_num(row['directional_accuracy'], 2)} | {_skill(row)} | "
+                f"{_num(row['dm_p_value'], 3)} | {row['verdict']} |"
+            )
+        for failed in table["failed"]:
+            lines.append(
+                f"| {symbol} | {failed['model']} | – | – | – | – | – | – | {failed['error']} |"
+            )
+    return "\n".join(lines)
+
+
+def coverage_table(report: dict[str, Any]) -> str:
+    """Day-h coverage of the 80 % band on the test windows, before and after calibration."""
+    lines = [
+        "| horizon | symbol | before (legacy band) | live band, unstretched | "
+        "calibrated (95 % CI) | calibrated width % |",
+        "|---|---|---|---|---|---|",
+    ]
+    for horizon, table in report["coverage"].items():
+        for symbol, entry in table["per_symbol"].items():
+            lines.append(
+                f"| {horizon} | {symbol} | {_ci(entry['legacy'])} | {_ci(entry['unstretched'])} | "
+                f"{_ci(entry['calibrated'])} | {_num(entry['width_pct'], 1)} |"
+            )
+        pooled = table["pooled"]
+        lines.append(
+            f"| {horizon} | **all** (stretch ×{table['scale']:.3f}) | "
+            f"**{_pct(pooled['legacy'], 1)}** | **{_pct(pooled['unstretched'], 1)}** | "
+            f"**{_pct(pooled['calibrated'], 1)}** | |"
+        )
+    return "\n".join(lines)
+
+
+def unsure_table(report: dict[str, Any]) -> str:
+    """Realized error of unsure versus sure forecasts on the test windows."""
+    lines = [
+        "| horizon | rule | threshold (day-h spread) | flagged | unsure error % | sure error % | "
+        "ratio (95 % CI) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for horizon, rules in report["unsure"].items():
+        for label, entry in rules.items():
+            ci = entry["ratio_ci"]
+            ratio = "–" if entry["error_ratio"] is None else f"{entry['error_ratio']:.2f}"
+            if ci:
+                ratio += f" ({ci[0]:.2f}–{ci[1]:.2f})"
+            lines.append(
+                f"| {horizon} | {label} | {_pct(entry['threshold'], 2)} % | "
+                f"{_pct(entry['flag_rate'], 0)} % | {_num(entry['unsure_error_pct'], 2)} | "
+                f"{_num(entry['sure_error_pct'], 2)} | {ratio} |"
+            )
+    return "\n".join(lines)
+
+
+def unsure_by_symbol(report: dict[str, Any]) -> str:
+    """The tuned rule's flag rate and error ratio within each symbol."""
+    symbols = list(report["windows"])
+    lines = ["| horizon | " + " | ".join(symbols) + " |", "|---|" + "---|" * len(symbols)]
+    for horizon, rules in report["unsure"].items():
+        cells = []
+        for symbol in symbols:
+            entry = rules["tuned"]["per_symbol"][symbol]
+            ratio = "–" if entry["error_ratio"] is None else f"{entry['error_ratio']:.2f}"
+            cells.append(f"{_pct(entry['flag_rate'], 0)} % / {ratio}")
+        lines.append(f"| {horizon} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def headline(report: dict[str, Any]) -> str:
+    """The generated block of docs/evaluation.md: the tables a reader needs first."""
+    run = report["run"]
+    parts = [
+        f"Generated by `{run['command']}` on {run['date']} ({run['machine']}, load average "
+        f"{run['load_average']}, {run['seconds']} s; seed {run['seed']}).",
+        "",
+        "**Windows**",
+        "",
+        windows_table(report),
+        "",
+    ]
+    for horizon in report["horizons"]:
+        parts += [
+            f"**Skill versus naive, horizon {horizon}** — percent, 95 % block-bootstrap "
+            "interval; ▲/▼ = significantly better/worse",
+            "",
+            skill_matrix(report, str(horizon)),
+            "",
+        ]
+    parts += [
+        "**Coverage of the 80 % interval at day h, test windows** — percent, 95 % interval",
+        "",
+        coverage_table(report),
+        "",
+        "**`unsure` on the test windows** — error = |log(actual / forecast)| at day h",
+        "",
+        unsure_table(report),
+        "",
+        "Tuned rule within each symbol (flagged / error ratio):",
+        "",
+        unsure_by_symbol(report),
+        "",
+        "![Reliability diagram](evaluation/reliability.png)",
+        "",
+        "![Coverage per symbol](evaluation/coverage.png)",
+    ]
+    return "\n".join(parts)
+
+
+def tables(report: dict[str, Any]) -> str:
+    """Every table, including the per-model details (docs/evaluation/tables.md)."""
+    parts = ["# Nested evaluation: all tables", "", headline(report).replace("evaluation/", "")]
+    for horizon in report["horizons"]:
+        parts += ["", f"## Details, horizon {horizon}", "", detail_table(report, str(horizon))]
+    return "\n".join(parts) + "\n"
+
+
+def summary(report: dict[str, Any]) -> str:
+    """A few lines for the terminal."""
+    lines = []
+    for horizon, table in report["coverage"].items():
+        pooled = table["pooled"]
+        tuned = report["unsure"][horizon]["tuned"]
+        ratio = tuned["error_ratio"]
+        lines.append(
+            f"h={horizon}: coverage {pooled['legacy']:.3f} -> {pooled['calibrated']:.3f} "
+            f"(stretch {table['scale']:.3f}); unsure flags {tuned['flag_rate']:.0%}, "
+            f"error ratio {'–' if ratio is None else f'{ratio:.2f}'}"
+        )
+    return "\n".join(lines)
+
+
+def update_page(page: Path, report: dict[str, Any]) -> None:
+    """Replace the generated block of the documentation page (the prose stays as written)."""
+    text = page.read_text(encoding="utf-8") if page.exists() else f"{BEGIN}\n{END}\n"
+    block = f"{BEGIN}\n{headline(report)}\n{END}"
+    pattern = re.compile(re.escape(BEGIN) + ".*?" + re.escape(END), re.S)
+    if not pattern.search(text):
+        raise ValueError(f"{page} has no {BEGIN} … {END} block to fill")
+    page.write_text(pattern.sub(lambda _: block, text), encoding="utf-8")

@@ -1,0 +1,97 @@
+"""The queue's wire format, written down once: the server imports this module too."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+INPUT_STREAM = "stockserve:queue:input"
+OUTPUT_STREAM = "stockserve:queue:output"
+SERVER_GROUP = "stockserve-servers"  # consumers of the input stream
+ANSWER_PREFIX = "stockserve:queue:answer:"  # one key per request id: answered once
+DONE_CHANNEL_PREFIX = "stockserve:queue:done:"
+MAX_REQUEST_ID = 128
+MAX_HORIZON = 30
+
+DONE, FAILED, REFUSED, INVALID = "done", "failed", "refused", "invalid"
+
+
+def answer_key(request_id: str) -> str:
+    return ANSWER_PREFIX + request_id
+
+
+def done_channel(request_id: str) -> str:
+    return DONE_CHANNEL_PREFIX + request_id
+
+
+def check_question(request_id: str, symbol: str, horizon: int) -> None:
+    """What a client can check before writing anything (the server checks the rest)."""
+    if not isinstance(request_id, str) or not 0 < len(request_id) <= MAX_REQUEST_ID:
+        raise ValueError(f"The request id must be a string of 1 to {MAX_REQUEST_ID} characters.")
+    if not isinstance(symbol, str) or not symbol.strip():
+        raise ValueError("The symbol must be a ticker such as 'AAPL'.")
+    if type(horizon) is not int or not 1 <= horizon <= MAX_HORIZON:
+        raise ValueError(f"The horizon must be a whole number of days from 1 to {MAX_HORIZON}.")
+
+
+@dataclass(frozen=True)
+class Answer:
+    """The service's answer to one queued question."""
+
+    request_id: str
+    status: str  # done, failed, refused or invalid
+    symbol: str = ""
+    horizon: int = 0
+    forecast: list[float] = field(default_factory=list)
+    dates: list[str] = field(default_factory=list)
+    lower: list[float] | None = None
+    upper: list[float] | None = None
+    unsure: bool | None = None
+    prediction_id: str = ""
+    error: str = ""
+    retry_after: float | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.status == DONE
+
+    def to_fields(self) -> dict[str, str]:
+        """As a stream entry or key value: JSON in one field."""
+        return {"request_id": self.request_id, "answer": json.dumps(self.__dict__)}
+
+    @classmethod
+    def from_fields(cls, fields: dict[Any, Any]) -> Answer:
+        raw = fields.get(b"answer", fields.get("answer"))
+        if raw is None:
+            raise ValueError("Not an answer: the entry has no 'answer' field.")
+        data = json.loads(raw.decode() if isinstance(raw, bytes) else str(raw))
+        return cls(**data)
+
+
+def answer_from_prediction(request_id: str, prediction: dict[str, Any]) -> Answer:
+    """A finished prediction as the REST API shows it (`result.combined`) -> an Answer."""
+    result = prediction.get("result") or {}
+    combined = result.get("combined") or {}
+    interval = combined.get("interval") or {}
+    if prediction.get("status") != DONE:
+        return Answer(
+            request_id,
+            FAILED,
+            symbol=str(prediction.get("symbol", "")),
+            horizon=int(prediction.get("horizon") or 0),
+            prediction_id=str(prediction.get("id", "")),
+            error=str(prediction.get("error") or "the prediction failed"),
+        )
+    return Answer(
+        request_id,
+        DONE,
+        symbol=str(prediction.get("symbol", "")),
+        horizon=int(prediction.get("horizon") or 0),
+        forecast=list(combined.get("forecast") or []),
+        dates=list(result.get("forecast_dates") or []),
+        lower=interval.get("lower"),
+        upper=interval.get("upper"),
+        unsure=combined.get("unsure"),
+        prediction_id=str(prediction.get("id", "")),
+    )

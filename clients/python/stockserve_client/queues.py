@@ -1,0 +1,66 @@
+"""Enqueue questions on a Redis Stream; read their answers by id or in order."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import redis
+
+from stockserve_client import protocol
+from stockserve_client.protocol import Answer
+
+
+class InputQueue:
+    def __init__(self, redis_url: str) -> None:
+        self.redis = redis.Redis.from_url(redis_url, socket_timeout=10, socket_connect_timeout=5)
+
+    def enqueue(self, request_id: str, *, symbol: str, horizon: int = 5) -> str:
+        """Queue one question; the service answers it once per request id. Returns the
+        stream entry's id."""
+        protocol.check_question(request_id, symbol, horizon)
+        fields = {"request_id": request_id, "symbol": symbol.strip(), "horizon": str(horizon)}
+        entry = self.redis.xadd(protocol.INPUT_STREAM, fields)  # type: ignore[arg-type]
+        return entry.decode() if isinstance(entry, bytes) else str(entry)
+
+
+class OutputQueue:
+    def __init__(self, redis_url: str, group: str = "clients", consumer: str = "client") -> None:
+        self.redis = redis.Redis.from_url(redis_url, socket_timeout=10, socket_connect_timeout=5)
+        self.group, self.consumer = group, consumer
+
+    def query(self, request_id: str, timeout: float = 60.0) -> Answer | None:
+        """The answer to `request_id`, waiting up to `timeout` s for it; None if none came."""
+        key = protocol.answer_key(request_id)
+        pubsub = self.redis.pubsub(ignore_subscribe_messages=True)
+        try:
+            pubsub.subscribe(protocol.done_channel(request_id))
+            deadline = time.monotonic() + timeout
+            while True:
+                raw = self.redis.get(key)
+                if raw is not None:
+                    return Answer.from_fields({"answer": raw})
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return None
+                pubsub.get_message(timeout=min(remaining, 1.0))
+        finally:
+            pubsub.close()
+
+    def dequeue(self, count: int = 10, block_ms: int = 1000) -> list[Answer]:
+        """The next answers in the order they were written, for this queue's group: each
+        answer goes to one consumer of the group, and is acknowledged once read."""
+        try:
+            self.redis.xgroup_create(protocol.OUTPUT_STREAM, self.group, id="0", mkstream=True)
+        except redis.ResponseError as exc:
+            if "BUSYGROUP" not in str(exc):
+                raise
+        read: Any = self.redis.xreadgroup(
+            self.group, self.consumer, {protocol.OUTPUT_STREAM: ">"}, count=count, block=block_ms
+        )
+        answers = []
+        for _stream, entries in read or []:
+            for entry_id, fields in entries:
+                answers.append(Answer.from_fields(fields))
+                self.redis.xack(protocol.OUTPUT_STREAM, self.group, entry_id)
+        return answers

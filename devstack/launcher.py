@@ -1,0 +1,116 @@
+"""`make run`: the whole stack in the foreground: Redis (if needed), web, workers, beat.
+
+    python -m devstack
+
+When REDIS_URL is unset a private redis-server is started on a free loopback port. It says
+it is ready when `GET /readyz` does (every worker warmed up). Ctrl-C (or any process dying)
+stops everything this started.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import time
+import urllib.request
+from pathlib import Path
+
+from devstack import processes
+from devstack.redis import EmbeddedRedis, password_in
+
+ROOT = processes.ROOT
+VAR_DIR = Path(os.environ.get("VAR_DIR") or ROOT / "var")
+
+
+def _processes(port: int, host: str) -> dict[str, list[str]]:
+    env = os.environ
+    return {
+        "web": processes.web(
+            f"{host}:{port}",
+            workers=env.get("WEB_CONCURRENCY", "2"),
+            access_log=env.get("WEB_ACCESS_LOG") == "1",
+        ).argv(),
+        "worker-io": processes.worker("io", "io", env.get("IO_CONCURRENCY", "4")).argv(),
+        "worker-cpu": processes.worker("cpu", "cpu", env.get("CPU_CONCURRENCY", "2")).argv(),
+        "beat": processes.beat(VAR_DIR / "celerybeat-schedule").argv(),
+        "sweeper": processes.sweeper(env.get("SWEEP_INTERVAL", "10")).argv(),
+        "ws": processes.websocket(host, env["WS_PORT"]).argv(),
+        "relay": processes.relay().argv(),
+        "queue": processes.queue().argv(),
+    }
+
+
+def _ready(base: str) -> bool:
+    """`GET /readyz` answers 200 once the database, Redis and warm io and cpu workers are."""
+    try:
+        with urllib.request.urlopen(f"{base}/readyz", timeout=2) as response:
+            return bool(response.status == 200)
+    except (OSError, ValueError):  # not listening yet, or 503 (HTTPError is an OSError)
+        return False
+
+
+def _stop(children: dict[str, subprocess.Popen[bytes]]) -> None:
+    for proc in children.values():
+        if proc.poll() is None:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGTERM)
+    deadline = time.monotonic() + 15
+    for proc in children.values():
+        try:
+            proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+
+
+def main() -> int:
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
+    port = int(os.environ.get("PORT", "8000"))
+    host = os.environ.get("HOST", "127.0.0.1")
+    os.environ.setdefault("WS_PORT", str(port + 1))  # where the pages look for websockets
+    redis = None
+    if not os.environ.get("REDIS_URL"):
+        workdir = str(VAR_DIR / "redis")
+        redis = EmbeddedRedis(workdir=workdir, password=password_in(workdir), persist=True)
+        redis.start()
+        os.environ["REDIS_URL"] = redis.url
+        print(f"Started a private redis-server on 127.0.0.1:{redis.port}", flush=True)
+    children: dict[str, subprocess.Popen[bytes]] = {}
+    stopping = False
+
+    def request_stop(signum: int, frame: object) -> None:
+        nonlocal stopping
+        stopping = True
+
+    signal.signal(signal.SIGINT, request_stop)
+    signal.signal(signal.SIGTERM, request_stop)
+    try:
+        subprocess.run([*processes.migrate().argv(), "-v", "0"], check=True, cwd=ROOT)
+        for name, argv in _processes(port, host).items():
+            children[name] = subprocess.Popen(argv, cwd=ROOT, start_new_session=True)
+        shown = "127.0.0.1" if host in ("0.0.0.0", "") else host
+        base = f"http://{shown}:{port}"
+        print("stockserve is starting; workers are warming up…", flush=True)
+        announced = False
+        while not stopping:
+            for name, proc in children.items():
+                if proc.poll() is not None:
+                    print(f"{name} exited with code {proc.returncode}; stopping.", flush=True)
+                    stopping = True
+            if not announced and not stopping and _ready(base):
+                announced = True
+                print(
+                    f"\n  stockserve is ready: open {base}/\n"
+                    f"  API: {base}/api/v1/  docs: {base}/api/docs/  readiness: {base}/readyz\n"
+                    f"  Dashboard (staff): {base}/dashboard/  metrics: {base}/metrics\n"
+                    "  Ctrl-C stops everything.\n",
+                    flush=True,
+                )
+            time.sleep(0.5)
+    finally:
+        print("Stopping…", flush=True)
+        _stop(children)
+        if redis is not None:
+            redis.stop()
+    return 0

@@ -1,0 +1,106 @@
+"""Every process of the stack, one command line each, written once.
+
+The launcher (`make run`), the load tools and the tests start processes from here;
+docker-compose.yml, the Dockerfile's default command and the Ansible playbooks' command
+variables are generated from here (`make generate`, checked by a test), so a flag added
+to one of them is added to all.
+
+A `Command` is what follows the Python interpreter, run from the repository root (or the
+release directory on a provisioned host). Parameters may be values or, when rendering for
+Ansible, Jinja expressions that the playbooks fill in.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+WSGI_APP = "config.wsgi:application"
+ASGI_APP = "config.asgi:application"
+
+
+@dataclass(frozen=True)
+class Command:
+    args: tuple[str, ...]
+
+    def argv(self, python: str = sys.executable) -> list[str]:
+        """The command line for this interpreter, run with the repository as cwd."""
+        return [python, *self.args]
+
+    def text(self, python: str = "python") -> str:
+        return " ".join([python, *self.args])
+
+
+def _command(*args: object) -> Command:
+    return Command(tuple(str(arg) for arg in args))
+
+
+def web(
+    bind: object,
+    workers: object = 2,
+    threads: object = 8,
+    access_log: bool = False,
+    app: str = WSGI_APP,
+) -> Command:
+    """The HTTP API and the pages: gunicorn's threaded WSGI workers.
+
+    WSGI, not ASGI: Django's ASGI handler served the API about 8x slower here. No access
+    log by default: at thousands of cached answers a second it buries the workers' logs,
+    and its handler lock showed in 13 % of a web worker's profile samples under load.
+    """
+    args: list[object] = ["-m", "gunicorn", app, "--bind", bind, "--worker-class", "gthread"]
+    args += ["--workers", workers, "--threads", threads, "--graceful-timeout", 5]
+    if access_log:
+        args += ["--access-logfile", "-"]
+    return _command(*args)
+
+
+def websocket(host: object, port: object) -> Command:
+    """The live pages' websockets: uvicorn with the ASGI app, lifespan off (Channels'
+    ProtocolTypeRouter has no lifespan handler)."""
+    return _command("-m", "uvicorn", ASGI_APP, "--host", host, "--port", port, "--lifespan", "off")
+
+
+def worker(
+    name: object,
+    queues: object,
+    concurrency: object,
+    gpu: object = "auto",
+    loglevel: object = "INFO",
+    max_tasks_per_child: object = 200,
+) -> Command:
+    """A Celery worker for the pipeline, through `manage.py start_worker` (GPU detection,
+    warm-up per queue)."""
+    return _command(
+        *("manage.py", "start_worker", "--name", name, "--queues", queues),
+        *("--concurrency", concurrency, "--gpu", gpu),
+        *("--max-tasks-per-child", max_tasks_per_child, "--loglevel", loglevel),
+    )
+
+
+def beat(schedule: object, loglevel: object = "WARNING") -> Command:
+    """Celery beat: the periodic jobs. One per cluster."""
+    return _command("-m", "celery", "-A", "config", "beat", "-l", loglevel, "-s", schedule)
+
+
+def sweeper(every: object = 10) -> Command:
+    """Dispatches again requests whose pipeline vanished, fails those past deadline. One
+    per cluster; its own process, so no queue backlog delays it."""
+    return _command("manage.py", "sweep_predictions", "--every", every)
+
+
+def queue() -> Command:
+    """The queue client's consumer: questions from a Redis Stream, answers to another.
+    Any number may run (a consumer group shares the questions)."""
+    return _command("manage.py", "serve_queue")
+
+
+def relay() -> Command:
+    """The dashboard's event relay. One per cluster."""
+    return _command("manage.py", "relay_events")
+
+
+def migrate() -> Command:
+    return _command("manage.py", "migrate", "--noinput")

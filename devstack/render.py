@@ -1,0 +1,177 @@
+"""Files that cannot import the process catalog, generated from it.
+
+    python -m devstack.render            # rewrite them (what `make generate` runs)
+    python -m devstack.render --check    # exit 1 if one is out of date (a test runs this)
+
+docker-compose.yml and the Dockerfile take their commands from `devstack.processes`, and
+the playbooks take theirs from a variables file whose values carry the playbooks' own
+Jinja expressions for names, queues, ports and sizes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+from devstack import processes
+from devstack.processes import ROOT, Command
+
+GENERATED = "Generated from devstack/processes.py by `make generate`; edit that, not this."
+
+
+def _list(command: Command) -> str:
+    return json.dumps(command.argv(python="python"))
+
+
+def dockerfile() -> str:
+    web = processes.web("0.0.0.0:8000")
+    return f"""# {GENERATED}
+# One image for web and workers; docker-compose.yml chooses the command.
+FROM python:3.11-slim
+ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
+WORKDIR /app
+COPY requirements.txt .
+RUN pip install --no-cache-dir -r requirements.txt
+COPY . .
+RUN pip install --no-cache-dir ./clients/python
+RUN useradd --create-home app && mkdir -p /app/var && chown -R app /app/var
+USER app
+EXPOSE 8000
+CMD {_list(web)}
+"""
+
+
+def compose() -> str:
+    after_migrate = "depends_on: {migrate: {condition: service_completed_successfully}}"
+    return f"""# {GENERATED}
+# The stack with PostgreSQL and Redis: `docker compose up --build`, then open http://127.0.0.1:8000/
+x-app: &app
+  build: .
+  environment:
+    DATABASE_URL: postgres://stockserve:stockserve@postgres:5432/stockserve
+    REDIS_URL: redis://redis:6379/0
+    SECRET_KEY: ${{SECRET_KEY:-change-me-in-production}}
+    ALLOWED_HOSTS: 127.0.0.1,localhost,web
+    PRICE_PROVIDERS: ${{PRICE_PROVIDERS:-yfinance,sample}}
+    X_BEARER_TOKEN: ${{X_BEARER_TOKEN:-}}
+  depends_on:
+    redis: {{condition: service_healthy}}
+    postgres: {{condition: service_healthy}}
+
+services:
+  redis:
+    image: redis:7-alpine
+    # An append-only file synced every second: a restart keeps the queues and results.
+    command: ["redis-server", "--save", "", "--appendonly", "yes", "--appendfsync", "everysec"]
+    volumes: ["redis-data:/data"]
+    healthcheck: {{test: ["CMD", "redis-cli", "ping"], interval: 2s, retries: 30}}
+  postgres:
+    image: postgres:16-alpine
+    environment:
+      POSTGRES_USER: stockserve
+      POSTGRES_PASSWORD: stockserve
+      POSTGRES_DB: stockserve
+    volumes: ["postgres-data:/var/lib/postgresql/data"]
+    healthcheck: {{test: ["CMD", "pg_isready", "-U", "stockserve"], interval: 2s, retries: 30}}
+  migrate:
+    <<: *app
+    command: {_list(processes.migrate())}
+    restart: "no"
+  web:
+    <<: *app
+    command: {_list(processes.web("0.0.0.0:8000"))}
+    ports: ["127.0.0.1:8000:8000"]
+    {after_migrate}
+  worker-io:
+    <<: *app
+    command: {_list(processes.worker("io", "io", 4))}
+    {after_migrate}
+  worker-cpu:
+    <<: *app
+    command: {_list(processes.worker("cpu", "cpu", 2))}
+    {after_migrate}
+  beat:
+    <<: *app
+    command: {_list(processes.beat("/app/var/celerybeat-schedule"))}
+    {after_migrate}
+  ws:  # websockets of the live pages; pages find it at the web host, port 8001 (WS_PORT)
+    <<: *app
+    command: {_list(processes.websocket("0.0.0.0", 8001))}
+    ports: ["127.0.0.1:8001:8001"]
+    {after_migrate}
+  relay:
+    <<: *app
+    command: {_list(processes.relay())}
+    {after_migrate}
+  sweeper:
+    <<: *app
+    command: {_list(processes.sweeper())}
+    {after_migrate}
+  queue:  # the queue client's consumer (clients/python)
+    <<: *app
+    command: {_list(processes.queue())}
+    {after_migrate}
+
+volumes:
+  redis-data:
+  postgres-data:
+"""
+
+
+def ansible_vars() -> str:
+    """Argument lists after the virtualenv's python, run in the release directory."""
+    commands = {
+        "stockserve_web_args": processes.web(
+            "{{ web_host }}:{{ web_port }}", "{{ web_workers }}", "{{ web_threads }}"
+        ),
+        "stockserve_websocket_args": processes.websocket("{{ web_host }}", "{{ web_ws_port }}"),
+        "stockserve_relay_args": processes.relay(),
+        "stockserve_beat_args": processes.beat("{{ stockserve_prefix }}/var/celerybeat-schedule"),
+        "stockserve_sweeper_args": processes.sweeper("{{ scheduler_sweep_interval }}"),
+        "stockserve_worker_args": processes.worker(
+            "{{ worker_name }}",
+            "{{ worker_queues | join(',') }}",
+            "{{ worker_concurrency }}",
+            gpu="{{ worker_gpu }}",
+            loglevel="{{ worker_loglevel }}",
+            max_tasks_per_child="{{ worker_max_tasks_per_child }}",
+        ),
+    }
+    lines = ["---", f"# {GENERATED}", "# The roles run: python {{ <name> | join(' ') }}"]
+    for name, command in commands.items():
+        lines.append(f"{name}:")
+        lines += [f"  - {json.dumps(arg)}" for arg in command.args]
+    return "\n".join(lines) + "\n"
+
+
+FILES: dict[Path, Callable[[], str]] = {
+    ROOT / "Dockerfile": dockerfile,
+    ROOT / "docker-compose.yml": compose,
+    ROOT / "playbooks" / "group_vars" / "all" / "commands.yml": ansible_vars,
+}
+
+
+def out_of_date() -> list[Path]:
+    return [p for p, render in FILES.items() if not p.exists() or p.read_text() != render()]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="only report stale files")
+    args = parser.parse_args()
+    stale = out_of_date()
+    if args.check:
+        for path in stale:
+            print(f"{path.relative_to(ROOT)} is out of date: run `make generate`", file=sys.stderr)
+        return 1 if stale else 0
+    for path in stale:
+        path.write_text(FILES[path]())
+        print(f"wrote {path.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,66 @@
+"""Ready answers: the rendered JSON of the newest prediction per (symbol, horizon), in Redis.
+
+Why bytes: a cached answer is served thousands of times a second, so it is rendered once
+and then returned as stored, for one Redis GET instead of a query and a serializer pass.
+The web side renders and stores it (it owns the representation). A worker that finishes a
+newer prediction supersedes the stored answer: it raises the version and drops the bytes,
+so a render of an older prediction that races with it can never be stored over it.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+
+from predictions.redis_client import get_redis, script
+
+PREFIX = "stockserve:answer"
+
+# KEYS: answer, version. ARGV: body, version of the body, ttl.
+_STORE = """
+local newest = tonumber(redis.call('GET', KEYS[2]) or '0')
+if tonumber(ARGV[2]) < newest then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[3])
+return 1
+"""
+# KEYS: answer, version. ARGV: new version, ttl.
+_SUPERSEDE = """
+local newest = tonumber(redis.call('GET', KEYS[2]) or '0')
+if tonumber(ARGV[1]) > newest then redis.call('SET', KEYS[2], ARGV[1], 'EX', ARGV[2]) end
+redis.call('DEL', KEYS[1])
+return 1
+"""
+
+
+def answer_key(symbol: str, horizon: int) -> str:
+    return f"{PREFIX}:{symbol}:{horizon}"
+
+
+def _version_key(symbol: str, horizon: int) -> str:
+    return f"{PREFIX}-version:{symbol}:{horizon}"
+
+
+def enabled() -> bool:
+    return settings.PREDICTION_CACHE_TTL > 0
+
+
+def lookup(symbol: str, horizon: int) -> bytes | None:
+    if not enabled():
+        return None
+    body = get_redis().get(answer_key(symbol, horizon))
+    return body.encode() if isinstance(body, str) else body
+
+
+def store(symbol: str, horizon: int, body: bytes, version: float, ttl: int) -> bool:
+    """Keep `body` for `ttl` seconds unless a newer prediction superseded `version`."""
+    if not enabled() or ttl <= 0:
+        return False
+    keys = [answer_key(symbol, horizon), _version_key(symbol, horizon)]
+    return bool(script(_STORE)(keys, [body, repr(version), ttl]))
+
+
+def supersede(symbol: str, horizon: int, version: float) -> None:
+    """A newer prediction finished: older renders may no longer be stored or served."""
+    if not enabled():
+        return
+    keys = [answer_key(symbol, horizon), _version_key(symbol, horizon)]
+    script(_SUPERSEDE)(keys, [repr(version), settings.PREDICTION_CACHE_TTL])

@@ -1,0 +1,71 @@
+"""The `unsure` flag: when the models disagree more than usual for the horizon.
+
+Why: a flag people read as "trust this one less" must pick out forecasts that do turn out
+worse. Disagreement grows with the horizon (the models differ mostly in drift), so the
+threshold on the relative day-h spread is tuned per horizon on an earlier window of the
+nested evaluation (it flags a fixed share of that window's forecasts) and checked on a
+later one. Without a tuned value the historical fixed 5 % threshold applies.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .calibration import Calibration
+
+LEGACY_THRESHOLD = 0.05  # relative day-h spread; the rule before tuning, any horizon
+TUNE_FLAG_RATE = 0.2  # share of the earlier window's forecasts the tuned rule flags
+
+
+def relative_spread(day_h_forecasts: np.ndarray, combined: float) -> float:
+    """(max − min) of the models' day-h forecasts over the combined day-h value."""
+    return float((np.max(day_h_forecasts) - np.min(day_h_forecasts)) / combined)
+
+
+def threshold_for(
+    horizon: int, calibration: Calibration, explicit: float | None = None
+) -> tuple[float, str]:
+    """The day-``horizon`` spread threshold and a sentence saying where it comes from.
+
+    An ``explicit`` threshold (e.g. the cascade's) wins; then the tuned one; then 5 %.
+    """
+    if explicit is not None:
+        return float(explicit), f"given threshold {explicit:.1%}"
+    tuned = calibration.unsure_threshold(horizon)
+    if tuned is not None:
+        return tuned, f"threshold {tuned:.2%} tuned for {horizon}-day forecasts"
+    return LEGACY_THRESHOLD, f"default threshold {LEGACY_THRESHOLD:.0%}"
+
+
+def tune_threshold(spreads: np.ndarray, flag_rate: float = TUNE_FLAG_RATE) -> float:
+    """The relative spread that flags ``flag_rate`` of the given (earlier-window) forecasts."""
+    values = np.asarray(spreads, dtype=np.float64)
+    values = values[np.isfinite(values)]
+    if len(values) == 0:
+        raise ValueError("no forecasts with several models to tune the unsure threshold on")
+    return float(np.quantile(values, 1 - flag_rate))
+
+
+def meaning(calibration: Calibration) -> str:
+    """One sentence for the API and the page: what `unsure` says, with its measured worth."""
+    ratio = calibration.unsure.get("error_ratio")
+    if not calibration.unsure_spread or not ratio:
+        return (
+            "Unsure means the models' forecasts for the last day differ by more than 5% of the "
+            "combined forecast; how much worse such forecasts are has not been measured."
+        )
+    share = calibration.unsure.get("tune_flag_rate", TUNE_FLAG_RATE)
+    low, high = calibration.unsure.get("error_ratio_range") or (ratio, ratio)
+    times = f"{low:.1f}×" if round(low, 1) == round(high, 1) else f"{low:.1f}–{high:.1f}×"
+    return (
+        f"Unsure means the models' forecasts for the last day differ more than on "
+        f"{1 - share:.0%} of past forecasts at that horizon; on held-out history such "
+        f"forecasts missed by {times} as much as the others."
+    )
+
+
+def is_unsure(spread: float, threshold: float) -> bool:
+    """The rule itself, kept in one place for the combiner and the replay."""
+    return math.isfinite(spread) and spread > threshold

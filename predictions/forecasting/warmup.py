@@ -1,0 +1,49 @@
+"""Warming TensorFlow up in a worker process, before its first task.
+
+Why: initialising TensorFlow's runtime and tracing each network's graph took seconds on
+the first request a worker served. A worker's pool process calls `warm_up_models` right
+after it forks. It is its own module (above the deep models, which it imports) so that
+nothing else has to import TensorFlow to know the models.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import tensorflow as tf
+
+from .catalog import MODEL_NAMES, get_spec
+from .lstm import LSTMForecaster
+from .tcn import TCNForecaster
+
+
+def warm_up_tensorflow(intra_op_threads: int | None = None) -> float:
+    """Run each deep model's network once, for one origin and for a batch; seconds taken.
+
+    ``intra_op_threads`` (e.g. 1 when several worker children share two cores) only
+    applies before TensorFlow's runtime starts.
+    """
+    start = time.perf_counter()
+    if intra_op_threads is not None:
+        try:
+            tf.config.threading.set_intra_op_parallelism_threads(int(intra_op_threads))
+            tf.config.threading.set_inter_op_parallelism_threads(int(intra_op_threads))
+        except RuntimeError:
+            pass  # the runtime is already initialised; keep its threads
+    for cls in (LSTMForecaster, TCNForecaster):
+        network = cls()._network()  # the same network the default-params models will use
+        with network.lock:
+            window = int(cls.default_params["window"])
+            network.model.predict_on_batch(np.zeros((1, window, 1), np.float32))
+            # A batch of backtest origins has another shape: trace it now, not on a request.
+            network.model.predict_on_batch(np.zeros((2, window, 1), np.float32))
+    return time.perf_counter() - start
+
+
+def warm_up_models(names: list[str] | None = None, intra_op_threads: int | None = None) -> float:
+    """Warm TensorFlow up if any of ``names`` (default: all) is a deep model; seconds taken."""
+    chosen = [get_spec(n) for n in (names if names is not None else MODEL_NAMES)]
+    if not any(spec.benefits_from_gpu for spec in chosen):
+        return 0.0
+    return warm_up_tensorflow(intra_op_threads)

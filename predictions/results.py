@@ -1,0 +1,139 @@
+"""What a prediction's pipeline produces: stage records, parts, and the result they make.
+
+Workers produce the parts (a model's run, the sentiment) with a stage record each; this
+module turns them into the stored result, the same whichever strategy ran them. The API
+shows that result as it is, so its shape is documented here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NotRequired, TypedDict
+
+import numpy as np
+from django.conf import settings
+
+from predictions import price_store
+from predictions.forecasting.combine import combine
+from predictions.models import PredictionRequest
+
+HISTORY_BARS_IN_RESULT = 120
+
+
+class StageRecord(TypedDict):
+    """Where and when one stage ran; appended live to the request's events, kept in the
+    result."""
+
+    stage: str  # prices, model:<name>, sentiment, cascade, combine
+    started_at: float  # epoch seconds
+    finished_at: float
+    duration_ms: float
+    worker: str | None
+    queue: str | None
+    pid: int
+    outcome: str  # ok | error
+    detail: NotRequired[str]
+
+
+class ModelPart(TypedDict, total=False):
+    """One model's run (`ModelRun.as_dict()` and its registry entry), or its failure."""
+
+    model: str
+    ok: bool
+    error: str | None
+    forecast: list[float]
+    metrics: dict[str, Any]
+    registry: dict[str, Any]
+    stage: StageRecord
+
+
+class SentimentPart(TypedDict, total=False):
+    kind: str  # "sentiment"
+    ok: bool
+    sentiment: dict[str, Any]
+    error: str
+    stage: StageRecord
+
+
+# What a chord hands its callback: each header task's part, as JSON gave it back.
+Part = Mapping[str, Any]
+
+
+def forecast_dates(last_bar: np.datetime64, horizon: int) -> list[str]:
+    """The next `horizon` business days after the last bar (exchange holidays not modelled)."""
+    days = np.busday_offset(last_bar, np.arange(1, horizon + 1), roll="forward")
+    return [str(day) for day in days]
+
+
+def assemble(
+    request: PredictionRequest,
+    parts: Sequence[Part],
+    prices_stage: StageRecord,
+    finish_combine: Callable[[], StageRecord],
+) -> dict[str, Any]:
+    """Combine the parts into the prediction the client sees.
+
+    `finish_combine` closes the combine stage's record once the combining is done, so the
+    record is part of the result it times.
+    """
+    history = price_store.load(request.price_key)
+    model_runs = [part for part in parts if "model" in part]
+    sentiment_part = next((part for part in parts if part.get("kind") == "sentiment"), None)
+    sentiment_summary = (
+        sentiment_part["sentiment"] if sentiment_part and sentiment_part["ok"] else None
+    )
+    last_price = float(history.adj_close[-1])
+    combined = combine(
+        [dict(run) for run in model_runs],
+        sentiment_summary,
+        last_price,
+        request.horizon,
+        sentiment_max_adjust=settings.SENTIMENT_MAX_ADJUST,
+    )
+    members = {entry["model"]: entry for entry in combined.pop("models")}
+    models = []
+    for run in model_runs:
+        stage = run.get("stage", {})
+        models.append(
+            {
+                **{k: v for k, v in run.items() if k not in ("stage", "residuals", "backtest")},
+                "weight": members.get(run["model"], {}).get("weight", 0.0),
+                "excluded": members.get(run["model"], {}).get("excluded"),
+                "worker": stage.get("worker"),
+                "queue": stage.get("queue"),
+            }
+        )
+    combine_stage = finish_combine()
+    stages_list = [prices_stage] + [part["stage"] for part in parts] + [combine_stage]
+    tail = history.tail(HISTORY_BARS_IN_RESULT)
+    return {
+        "request_id": str(request.id),
+        "symbol": request.symbol,
+        "horizon": request.horizon,
+        "strategy": request.strategy,
+        "data": {
+            "source": history.source,
+            "first_bar_date": str(history.first_bar_date),
+            "last_bar_date": str(history.last_bar_date),
+            "bars": len(history),
+            "last_close": last_price,
+            "price_key": request.price_key,
+            "adjusted": True,
+            "emulated_latency": "emulated" in history.source,
+        },
+        "history": {
+            "dates": [str(d) for d in tail.dates],
+            "close": [round(float(v), 4) for v in tail.adj_close],
+        },
+        "forecast_dates": forecast_dates(history.dates[-1], request.horizon),
+        "models": models,
+        "combined": combined,
+        "sentiment": sentiment_summary
+        or {"ok": False, "error": (sentiment_part or {}).get("error", "no sentiment stage ran")},
+        "stages": stages_list,
+        "timings": {
+            "pipeline_ms": round(
+                (combine_stage["finished_at"] - prices_stage["started_at"]) * 1000, 1
+            ),
+        },
+    }

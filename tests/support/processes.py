@@ -1,0 +1,74 @@
+"""Worker processes on the test database, started as `make run` starts them."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from pathlib import Path
+
+from django.db import connection
+
+from devstack import processes
+from workers import presence
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+WORKER_LOG = ROOT / "var" / f"test-worker-{os.getpid()}.log"
+
+
+def database_url_for_workers() -> str:
+    """The test database as a URL, so a worker process writes where the tests read."""
+    db = connection.settings_dict
+    if db["ENGINE"].endswith("sqlite3"):
+        return f"sqlite:///{Path(db['NAME']).resolve()}"
+    user = db.get("USER") or ""
+    password = f":{db['PASSWORD']}" if db.get("PASSWORD") else ""
+    auth = f"{user}{password}@" if user else ""
+    host = db.get("HOST") or "localhost"
+    port = f":{db['PORT']}" if db.get("PORT") else ""
+    return f"postgres://{auth}{host}{port}/{db['NAME']}"
+
+
+def wait_for_worker(hostname_prefix: str, proc: subprocess.Popen[bytes], timeout: float) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"worker exited early; see {WORKER_LOG}")
+        for worker in presence.alive_workers():
+            if worker["hostname"].startswith(hostname_prefix):
+                return worker["hostname"]
+        time.sleep(0.25)
+    raise RuntimeError(f"worker {hostname_prefix} did not come up in {timeout} s; see {WORKER_LOG}")
+
+
+def start_worker_process(
+    name: str,
+    queues: str,
+    *,
+    gpu: str = "off",
+    concurrency: int = 2,
+    extra_env: dict[str, str] | None = None,
+) -> subprocess.Popen[bytes]:
+    env = {**os.environ, "DATABASE_URL": database_url_for_workers(), "WORKER_GPU": gpu}
+    env.update(extra_env or {})
+    WORKER_LOG.parent.mkdir(exist_ok=True)
+    log = open(WORKER_LOG, "ab")  # noqa: SIM115 - closed when the process ends
+    command = processes.worker(name, queues, concurrency, gpu=gpu, loglevel="WARNING")
+    return subprocess.Popen(
+        command.argv(),
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+
+
+def stop_process(proc: subprocess.Popen[bytes], timeout: float = 20) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, 9)
+            proc.wait()

@@ -1,0 +1,48 @@
+"""Queue consumers (`manage.py serve_queue`) as processes on the test database."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from stockserve_client import protocol
+
+from devstack import processes
+from predictions.redis_client import get_redis
+from tests.support.processes import ROOT, WORKER_LOG, database_url_for_workers, stop_process
+
+
+def start_consumer(name: str, claim_idle: int = 2) -> subprocess.Popen[bytes]:
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url_for_workers(),
+        "QUEUE_CLAIM_IDLE": str(claim_idle),
+    }
+    log = open(WORKER_LOG, "ab")  # noqa: SIM115 - closed when the process ends
+    argv = [*processes.queue().argv(), "--name", name]
+    return subprocess.Popen(
+        argv, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+    )
+
+
+@contextmanager
+def consumer(name: str, claim_idle: int = 2) -> Iterator[subprocess.Popen[bytes]]:
+    proc = start_consumer(name, claim_idle)
+    try:
+        yield proc
+    finally:
+        stop_process(proc)
+
+
+def clear_queue() -> None:
+    redis = get_redis()
+    redis.delete(protocol.INPUT_STREAM, protocol.OUTPUT_STREAM)
+    for key in redis.scan_iter(match=protocol.ANSWER_PREFIX + "*"):
+        redis.delete(key)
+
+
+def answers_on_the_stream(request_id: str) -> int:
+    entries = get_redis().xrange(protocol.OUTPUT_STREAM)
+    return sum(1 for _, fields in entries if fields.get(b"request_id") == request_id.encode())

@@ -1,0 +1,34 @@
+"""The admin sign-in, rate limited per address (THROTTLE_LOGIN).
+
+Django's admin accepts password guesses as fast as they come; staff accounts open the
+dashboard, the workers page and the admin, so attempts are counted in a fixed window per
+client address and refused beyond it with 429 and Retry-After.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from functools import wraps
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse
+
+from predictions.rate_limits import allows, client_ident
+
+
+def throttled(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    @wraps(view)
+    def sign_in(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        if request.method == "POST":
+            allowed, wait = allows("login", client_ident(request))
+            if not allowed:
+                response = HttpResponse(
+                    f"Too many sign-in attempts from your address; try again in {wait} s.",
+                    status=429,
+                    content_type="text/plain; charset=utf-8",
+                )
+                response["Retry-After"] = str(wait)
+                return response
+        return view(request, *args, **kwargs)
+
+    return sign_in

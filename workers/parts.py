@@ -1,0 +1,90 @@
+"""The parts of a prediction a task produces, timed and reported, and the finishing step.
+
+Every strategy runs its stages through these, so a model or the sentiment fails the same
+way wherever it runs: as a result (`ok: False` with the error), never as an exception that
+would kill a chord or lose the prediction. Only a task's own time limit may end the whole
+task where one task runs several stages (`on_time_limit="raise"`).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Literal
+
+from celery import Task
+from celery.exceptions import SoftTimeLimitExceeded
+
+from predictions import results
+from predictions.models import PredictionRequest
+from predictions.prices import PriceHistory
+from predictions.results import ModelPart, Part, SentimentPart, StageRecord
+from workers import stages
+from workers.stage_clock import StageClock
+
+log = logging.getLogger(__name__)
+OnTimeLimit = Literal["report", "raise"]
+
+
+def model_part(
+    task: Task,
+    request_id: str,
+    name: str,
+    history: PriceHistory,
+    horizon: int,
+    warm_start: bool,
+    on_time_limit: OnTimeLimit = "report",
+) -> ModelPart:
+    clock = StageClock(task, f"model:{name}", request_id)
+    try:
+        run: dict[str, Any] = stages.run_model(
+            name, history, horizon, warm_start=warm_start, worker=task.request.hostname or ""
+        )
+    except SoftTimeLimitExceeded:
+        if on_time_limit == "raise":
+            raise
+        run = {"model": name, "ok": False, "error": f"{name} ran past its time limit"}
+    except Exception as exc:  # a failed model is reported, not fatal
+        log.exception("model %s failed for %s", name, request_id)
+        run = {"model": name, "ok": False, "error": f"{name} failed: {exc}"}
+    run["stage"] = clock.finish("ok" if run["ok"] else "error", run.get("error"))
+    return run  # type: ignore[return-value]
+
+
+def sentiment_part(
+    task: Task, request_id: str, symbol: str, on_time_limit: OnTimeLimit = "report"
+) -> SentimentPart:
+    clock = StageClock(task, "sentiment", request_id)
+    outcome: dict[str, Any]
+    try:
+        outcome = {"kind": "sentiment", "ok": True, "sentiment": stages.sentiment(symbol)}
+    except SoftTimeLimitExceeded:
+        if on_time_limit == "raise":
+            raise
+        outcome = {"kind": "sentiment", "ok": False, "error": "sentiment ran past its time limit"}
+    except Exception as exc:  # a missing sentiment must not lose the prediction
+        log.exception("sentiment failed for %s", request_id)
+        outcome = {"kind": "sentiment", "ok": False, "error": f"sentiment unavailable: {exc}"}
+    outcome["stage"] = clock.finish("ok" if outcome["ok"] else "error", outcome.get("error"))
+    return outcome  # type: ignore[return-value]
+
+
+def finish(
+    task: Task,
+    request: PredictionRequest,
+    parts: list[Part],
+    prices_stage: StageRecord,
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Assemble the result and mark the request done, or failed with the reason: a request
+    always reaches a final state."""
+    clock = StageClock(task, "combine", str(request.id))
+    try:
+        result = results.assemble(request, parts, prices_stage, lambda: clock.finish("ok"))
+    except Exception as exc:
+        log.exception("combine failed for %s", request.id)
+        clock.finish("error", str(exc))
+        request.mark_failed(f"Could not combine the forecasts: {exc}")
+        return {"ok": False, "error": str(exc)}
+    result.update(extra or {})
+    request.mark_done(result)
+    return {"ok": True}

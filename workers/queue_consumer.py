@@ -1,0 +1,207 @@
+"""The server side of the queue client: questions from a Redis Stream, answers to another.
+
+Each consumer (`manage.py serve_queue`, started by `make run`) reads the input stream in
+a consumer group, so each question goes to one consumer. A question is answered from the
+cache, or submitted as a POST would be (admission control as the client `queue`) and
+dispatched; the consumer holds its message until the prediction ends. The answer is
+written once: one Lua script sets the per-request key only if absent, appends to the
+output stream, publishes the wake-up, then acknowledges and deletes the input entry. So
+nothing is acknowledged before its answer exists (at least once), and a duplicate
+request id, or a message answered twice after a claim, is answered once.
+
+A consumer that dies holding messages leaves them pending in the group; a live consumer
+claims them (XAUTOCLAIM) once idle for QUEUE_CLAIM_IDLE seconds and submits them again,
+which joins the prediction already running for that question. Live consumers keep
+resetting the idle time of what they hold.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import redis
+from django.conf import settings
+from stockserve_client import protocol
+from stockserve_client.protocol import Answer
+
+from predictions.admission import in_flight_limit
+from predictions.models import PredictionRequest
+from predictions.redis_client import get_redis, script
+from predictions.submission import Admission, NotAdmitted, SymbolNotServed, submit
+from predictions.symbols import InvalidSymbol, normalize_symbol
+from workers import pipeline, routing
+
+log = logging.getLogger(__name__)
+CLIENT = "queue"
+
+# KEYS: answer key, output stream, input stream. ARGV: answer JSON, request id, ttl,
+# group, input entry id, channel.
+_ANSWER_ONCE = """
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[3]) then
+  redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[7], '*', 'request_id', ARGV[2], 'answer', ARGV[1])
+  redis.call('PUBLISH', ARGV[6], 'done')
+end
+redis.call('XACK', KEYS[3], ARGV[4], ARGV[5])
+redis.call('XDEL', KEYS[3], ARGV[5])
+return 1
+"""
+
+
+@dataclass
+class Held:
+    entry_id: str
+    request_id: str
+    prediction_id: str
+
+
+class QueueConsumer:
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.redis = get_redis()
+        self.held: dict[str, Held] = {}  # by prediction id
+        try:
+            self.redis.xgroup_create(
+                protocol.INPUT_STREAM, protocol.SERVER_GROUP, id="0", mkstream=True
+            )
+        except redis.ResponseError as exc:
+            if "BUSYGROUP" not in str(exc):
+                raise
+
+    def step(self, block_ms: int = 500) -> None:
+        """Claim what dead consumers left, read new questions, answer what finished."""
+        claim_idle_ms = settings.QUEUE_CLAIM_IDLE * 1000
+        _next, claimed, *_ = self.redis.xautoclaim(
+            protocol.INPUT_STREAM, protocol.SERVER_GROUP, self.name, claim_idle_ms, count=10
+        )
+        entries = list(claimed)
+        room = max(0, settings.QUEUE_CONCURRENCY - len(self.held))
+        if room:
+            read: Any = self.redis.xreadgroup(
+                protocol.SERVER_GROUP,
+                self.name,
+                {protocol.INPUT_STREAM: ">"},
+                count=room,
+                block=block_ms if not self.held and not entries else None,
+            )
+            for _stream, new in read or []:
+                entries += new
+        for entry_id, fields in entries:
+            if fields:  # a claimed entry already deleted has no fields
+                self._take(_text(entry_id), {_text(k): _text(v) for k, v in fields.items()})
+        self._answer_finished()
+        self._keep_held()
+        if not entries and self.held:
+            time.sleep(0.2)
+
+    def _take(self, entry_id: str, fields: dict[str, str]) -> None:
+        request_id = fields.get("request_id", "")
+        try:
+            protocol.check_question(request_id, fields.get("symbol", ""), int(fields["horizon"]))
+            symbol = normalize_symbol(fields["symbol"])
+        except (KeyError, ValueError, InvalidSymbol) as exc:
+            self._write(entry_id, Answer(request_id or entry_id, protocol.INVALID, error=str(exc)))
+            return
+        horizon = int(fields["horizon"])
+        given = self.redis.get(protocol.answer_key(request_id))
+        if given is not None:  # a duplicate id: acknowledged, not answered again
+            self._write(entry_id, Answer.from_fields({"answer": given}))
+            return
+        cached = PredictionRequest.objects.answer_for(symbol, horizon)
+        if cached is not None:
+            cached.share()
+            self._write(entry_id, _answer(request_id, cached))
+            return
+        gate = Admission(CLIENT, in_flight_limit(routing.model_processes()))
+        try:
+            submission = submit(symbol, horizon, settings.DEFAULT_STRATEGY, gate=gate)
+        except SymbolNotServed as exc:
+            self._write(
+                entry_id, Answer(request_id, protocol.INVALID, symbol, horizon, error=str(exc))
+            )
+            return
+        except NotAdmitted as exc:
+            refused = Answer(
+                request_id,
+                protocol.REFUSED,
+                symbol,
+                horizon,
+                error=str(exc),
+                retry_after=exc.decision.retry_after,
+            )
+            self._write(entry_id, refused)
+            return
+        if not submission.joined:
+            pipeline.dispatch(submission.request)
+        self.held[str(submission.request.id)] = Held(
+            entry_id, request_id, str(submission.request.id)
+        )
+
+    def _answer_finished(self) -> None:
+        if not self.held:
+            return
+        for prediction in PredictionRequest.objects.filter(id__in=list(self.held)).select_related(
+            "answered_by"
+        ):
+            prediction.fail_if_stale()
+            if prediction.is_final:
+                held = self.held.pop(str(prediction.id))
+                self._write(
+                    held.entry_id, _answer(held.request_id, prediction.answered_by or prediction)
+                )
+
+    def _keep_held(self) -> None:
+        """Reset the idle time of the messages this consumer holds, so no one claims them."""
+        if self.held:
+            ids: list[Any] = [h.entry_id for h in self.held.values()]
+            self.redis.xclaim(
+                protocol.INPUT_STREAM, protocol.SERVER_GROUP, self.name, 0, ids, justid=True
+            )
+
+    def _write(self, entry_id: str, answer: Answer) -> None:
+        fields = answer.to_fields()
+        keys = [
+            protocol.answer_key(answer.request_id),
+            protocol.OUTPUT_STREAM,
+            protocol.INPUT_STREAM,
+        ]
+        argv: list[str | int] = [
+            fields["answer"],
+            answer.request_id,
+            settings.QUEUE_ANSWER_TTL,
+            protocol.SERVER_GROUP,
+            entry_id,
+            protocol.done_channel(answer.request_id),
+            settings.QUEUE_OUTPUT_MAXLEN,
+        ]
+        script(_ANSWER_ONCE)(keys, argv)
+
+
+def _answer(request_id: str, prediction: PredictionRequest) -> Answer:
+    shown = {
+        "id": str(prediction.id),
+        "status": prediction.status,
+        "symbol": prediction.symbol,
+        "horizon": prediction.horizon,
+        "error": prediction.error,
+        "result": prediction.result,
+    }
+    return protocol.answer_from_prediction(request_id, shown)
+
+
+def _text(value: object) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def serve(name: str, stop: Callable[[], bool]) -> None:
+    """Answer questions until `stop()` says so; a Redis outage is waited out."""
+    consumer = QueueConsumer(name)
+    while not stop():
+        try:
+            consumer.step()
+        except redis.RedisError as exc:
+            log.warning("queue consumer %s: Redis unreachable (%s); retrying", name, exc)
+            time.sleep(1)

@@ -1,0 +1,65 @@
+"""The sweeper: dispatch again what was lost, fail what ran out of time.
+
+A request's pipeline can vanish: Redis restarted without its data (the queues, the chord
+counters and the results went with it), a worker machine died with a message, a message
+was dropped. Workers report each stage starting and ending (`predictions.progress`), and
+each request records which Redis it was dispatched to (`predictions.redis_client.epoch`).
+So a request in flight whose Redis is not the one it went to, or that has not moved for
+PREDICTION_STALL_SECONDS, is dispatched again, up to PREDICTION_ATTEMPTS times: the
+pipeline is idempotent (state changes are guarded, results content-addressed, a second run
+of a finished request is skipped), so a duplicate costs work, never a wrong answer.
+Requests past their deadline are failed with the reason.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from dataclasses import dataclass
+
+from django.conf import settings
+
+from predictions import progress
+from predictions.models import PredictionRequest
+from predictions.redis_client import epoch
+from workers import pipeline
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Sweep:
+    redispatched: int
+    failed: int
+
+
+def lost_reason(request: PredictionRequest, current_epoch: str, moved_at: float | None) -> str:
+    """Why this request in flight counts as lost ("" when it does not)."""
+    if request.dispatch_epoch and request.dispatch_epoch != current_epoch:
+        return "Redis lost its data (restarted without persistence)"
+    dispatched = request.dispatched_at.timestamp() if request.dispatched_at else 0.0
+    quiet = time.time() - max(moved_at or 0.0, dispatched)
+    if quiet > settings.PREDICTION_STALL_SECONDS:
+        return f"no stage started or finished for {quiet:.0f} s"
+    return ""
+
+
+def sweep() -> Sweep:
+    current = epoch()
+    in_flight = list(PredictionRequest.objects.in_flight())
+    moved = progress.last_progress([str(r.id) for r in in_flight])
+    redispatched = 0
+    for request in in_flight:
+        reason = lost_reason(request, current, moved.get(str(request.id)))
+        if not reason:
+            continue
+        if request.attempts >= settings.PREDICTION_ATTEMPTS:
+            request.mark_failed(
+                f"The pipeline was lost {request.attempts} times ({reason}); giving up."
+            )
+            continue
+        if request.claim_redispatch(current):
+            log.warning("request %s looks lost (%s): dispatching it again", request.id, reason)
+            pipeline.dispatch(request)
+            redispatched += 1
+    return Sweep(redispatched, PredictionRequest.objects.fail_stale())

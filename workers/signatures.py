@@ -1,0 +1,90 @@
+"""The pipeline's tasks as Celery signatures: by task name, with their queue and deadline.
+
+Strategies build their canvases from these instead of importing the task module, which
+imports the strategies: the dependency runs one way, tasks -> strategies -> signatures.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from celery import Signature
+from django.conf import settings
+
+from predictions.models import PredictionRequest
+from workers import routing
+
+FETCH_PRICES = "workers.tasks.fetch_prices"
+RUN_MODEL = "workers.tasks.run_model"
+ANALYZE_SENTIMENT = "workers.tasks.analyze_sentiment"
+COMBINE_RESULTS = "workers.tasks.combine_results"
+CASCADE_DECIDE = "workers.tasks.cascade_decide"
+CASCADE_FINISH = "workers.tasks.cascade_finish"
+CHORD_FAILED = "workers.tasks.chord_failed"
+RUN_CENTRALIZED = "workers.tasks.run_centralized"
+
+
+# Where each task goes when it is sent without a queue (Celery's `task_routes` calls
+# `route_task`); the signatures below name theirs, GPU routing included.
+DEFAULT_QUEUES = {
+    FETCH_PRICES: routing.IO,
+    ANALYZE_SENTIMENT: routing.IO,
+    CHORD_FAILED: routing.IO,
+    RUN_MODEL: routing.CPU,
+    COMBINE_RESULTS: routing.CPU,
+    CASCADE_DECIDE: routing.CPU,
+    CASCADE_FINISH: routing.CPU,
+    RUN_CENTRALIZED: routing.CPU,
+}
+
+
+def route_task(name: str, args: Any, kwargs: Any, options: Any, **extra: Any) -> dict[str, str]:
+    """Celery router: the task's default queue (cpu for any task not listed)."""
+    return {"queue": DEFAULT_QUEUES.get(name, routing.CPU)}
+
+
+def priority(request: PredictionRequest) -> dict[str, int]:
+    """A precomputed request's tasks wait behind every user's (Redis pops priority 0 first)."""
+    return {"priority": settings.PRECOMPUTE_PRIORITY} if request.precomputed else {}
+
+
+def _header(name: str, args: tuple[Any, ...], queue: str, request: PredictionRequest) -> Signature:
+    """A header task: immutable (ignores the previous result) and expired at the deadline,
+    so nothing runs for a request the sweeper has already failed."""
+    options = {"queue": queue, "expires": request.deadline, **priority(request)}
+    return Signature(name, args=args, options=options, immutable=True)
+
+
+def fetch_prices(request: PredictionRequest) -> Signature:
+    """The coordinator of the chord and cascade strategies."""
+    return _header(FETCH_PRICES, (str(request.id),), routing.IO, request)
+
+
+def run_model(request: PredictionRequest, model: str, price_key: str) -> Signature:
+    args = (str(request.id), model, price_key, request.horizon, request.warm_start)
+    return _header(RUN_MODEL, args, routing.queue_for_model(model), request)
+
+
+def analyze_sentiment(request: PredictionRequest) -> Signature:
+    return _header(ANALYZE_SENTIMENT, (str(request.id), request.symbol), routing.IO, request)
+
+
+def run_centralized(request: PredictionRequest, queue: str) -> Signature:
+    return _header(RUN_CENTRALIZED, (str(request.id),), queue, request)
+
+
+def callback(name: str, request: PredictionRequest, **kwargs: Any) -> Signature:
+    """A chord's body on `cpu` (set explicitly: a chord does not route its callback), with
+    an errback that fails the request if a bug ever kills the chord."""
+    body = Signature(
+        name,
+        kwargs={"request_id": str(request.id), **kwargs},
+        options={"queue": routing.CPU, **priority(request)},
+    )
+    errback = Signature(
+        CHORD_FAILED,
+        kwargs={"request_id": str(request.id)},
+        options={"queue": routing.IO, **priority(request)},
+    )
+    body.on_error(errback)
+    return body

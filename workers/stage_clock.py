@@ -1,0 +1,40 @@
+"""Timing of one pipeline stage, as recorded in the result and on the live feed."""
+
+from __future__ import annotations
+
+import os
+import time
+
+from celery import Task
+
+from predictions import progress
+from predictions.results import StageRecord
+
+
+class StageClock:
+    """Started when a stage begins; `finish()` records where and how long it ran."""
+
+    def __init__(self, task: Task, stage: str, request_id: str) -> None:
+        self.task = task
+        self.stage = stage
+        self.request_id = request_id
+        self.started_at = time.time()
+        progress.touch(request_id)
+
+    def finish(self, outcome: str = "ok", detail: str | None = None) -> StageRecord:
+        finished_at = time.time()
+        delivery = self.task.request.delivery_info or {}
+        record: StageRecord = {
+            "stage": self.stage,
+            "started_at": round(self.started_at, 4),
+            "finished_at": round(finished_at, 4),
+            "duration_ms": round((finished_at - self.started_at) * 1000, 1),
+            "worker": self.task.request.hostname,
+            "queue": delivery.get("routing_key"),
+            "pid": os.getpid(),
+            "outcome": outcome,
+        }
+        if detail:
+            record["detail"] = detail
+        progress.record_stage(self.request_id, dict(record))
+        return record

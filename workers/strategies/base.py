@@ -1,0 +1,23 @@
+"""The interface every scheduling strategy implements."""
+
+from __future__ import annotations
+
+from predictions.models import PredictionRequest
+from predictions.results import StageRecord
+
+
+class Strategy:
+    """Where and in which order the stages of one request run."""
+
+    name: str = ""
+
+    def dispatch(self, request: PredictionRequest) -> None:
+        """Queue the first task; called once the request's row is committed, so the worker
+        that picks it up can read it."""
+        raise NotImplementedError
+
+    def after_prices(
+        self, request: PredictionRequest, price_key: str, prices_stage: StageRecord
+    ) -> None:
+        """Continue once the coordinator stored the prices (coordinator-based strategies)."""
+        raise NotImplementedError(f"{self.name} does not use the price coordinator")

@@ -1,0 +1,79 @@
+"""What a pool process loads before it takes its first task, by the queues it serves.
+
+Why: the first request a fresh worker served used to cost seconds (TensorFlow's runtime
+and graph tracing on `cpu`/`gpu`, the sample price data and the sentiment lexicon on `io`)
+while the next ones took milliseconds. Paying it at start-up, and telling the stack's
+readiness check when it is paid, makes the first answer as fast as the next.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+
+from django.conf import settings
+
+from workers.routing import CPU, GPU, IO
+
+log = logging.getLogger(__name__)
+
+
+def queues_served() -> set[str]:
+    """The queues `start_worker` gave this worker (all of them for a worker started otherwise)."""
+    raw = os.environ.get("WORKER_QUEUES", "")
+    return {q for q in raw.split(",") if q} or {IO, CPU, GPU}
+
+
+def warm_up(queues: set[str]) -> float:
+    """Load what the tasks of these queues need; returns seconds taken."""
+    start = time.perf_counter()
+    if IO in queues:
+        _warm_data_sources()
+    if queues & {CPU, GPU}:
+        _warm_models()
+    _warm_messaging_and_database()
+    return time.perf_counter() - start
+
+
+def _warm_data_sources() -> None:
+    from predictions.mentions.sentiment import analyzer
+    from predictions.sources import mention_providers, price_chain
+
+    price_chain().warm_up()
+    mention_providers()
+    analyzer()
+
+
+def _warm_messaging_and_database() -> None:
+    """Every task reads the database and sends messages (the next task, the chord's
+    callback, its result): open both now, so the first task is not the one paying."""
+    from django.db import connection
+
+    from predictions.models import ModelGeneration, PredictionRequest, PriceSnapshot, StoredRun
+    from workers.pipeline import warm_up_dispatch
+
+    warm_up_dispatch()
+    for model in (PredictionRequest, ModelGeneration, PriceSnapshot, StoredRun):
+        model.objects.filter(pk__in=[]).exists()
+    connection.close()
+
+
+def _warm_models() -> None:
+    from predictions import model_registry, price_store
+
+    # Here, not at the top: only worker pool processes may import TensorFlow.
+    from predictions.forecasting.catalog import get_model_class
+    from predictions.forecasting.warmup import warm_up_models
+
+    # The data the first warm prediction after a restart would otherwise read.
+    model_registry.preload_recent_runs()
+    price_store.preload_recent()
+
+    for name in settings.PREDICTION_MODELS:
+        get_model_class(name)  # statsmodels, scikit-learn & co. now, not on the first request
+    seconds = warm_up_models(
+        settings.PREDICTION_MODELS, intra_op_threads=settings.WORKER_TF_THREADS or None
+    )
+    if seconds:
+        log.info("TensorFlow ready in pid %s after %.1f s", os.getpid(), seconds)

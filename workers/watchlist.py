@@ -1,0 +1,104 @@
+"""Hybrid precompute: the watchlist's questions are answered before anyone asks.
+
+Online serving answers a question when it is asked; batch answers a list of them ahead of
+time. The watchlist (PRECOMPUTE_SYMBOLS x PRECOMPUTE_HORIZONS) is the hybrid: beat calls
+`refresh` every PRECOMPUTE_CHECK_SECONDS, and each question whose answer is missing, older
+than PRECOMPUTE_EVERY or older than the newest bar is run through the ordinary pipeline,
+so a user asking it gets a cache hit. Users come first, twice over: a refresh starts
+nothing while any user's request is in flight, and what it starts goes to the broker at
+the lowest priority (`workers.signatures.priority`), so a user's tasks that arrive later
+are still taken first.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import date, timedelta
+from functools import partial
+
+from django.conf import settings
+from django.utils import timezone
+
+from predictions.models import PredictionRequest
+from predictions.prices import PriceDataError
+from predictions.redis_client import get_redis
+from predictions.sources import price_chain
+from predictions.submission import SymbolNotServed, submit
+from workers import pipeline
+
+log = logging.getLogger(__name__)
+# Daily bars change once a day: looking for new ones every 5 minutes per symbol is plenty.
+BARS_CHECK_SECONDS = 300
+
+
+@dataclass
+class Refresh:
+    """What one look at the watchlist did, and why."""
+
+    started: list[str] = field(default_factory=list)  # "AAPL h=5 (no answer yet)"
+    fresh: int = 0
+    deferred: str = ""  # why nothing more was started this time
+    unavailable: list[str] = field(default_factory=list)
+
+
+def questions() -> list[tuple[str, int]]:
+    return [(s, h) for s in settings.PRECOMPUTE_SYMBOLS for h in settings.PRECOMPUTE_HORIZONS]
+
+
+def stale_reason(answer: PredictionRequest | None, newest_bar: Callable[[], date | None]) -> str:
+    """Why the watchlist's answer to a question must be computed again ("" if it need not).
+    `newest_bar` is asked last: it may fetch prices."""
+    if answer is None or answer.finished_at is None:
+        return "no answer yet"
+    if timezone.now() - answer.finished_at > timedelta(seconds=settings.PRECOMPUTE_EVERY):
+        return f"older than {settings.PRECOMPUTE_EVERY} s"
+    bar = newest_bar()
+    if bar and answer.last_bar_date and bar > answer.last_bar_date:
+        return f"new bars up to {bar}"
+    return ""
+
+
+def _newest_bar(symbol: str) -> date | None:
+    """The provider's last bar, looked up at most once per BARS_CHECK_SECONDS per symbol
+    across every worker (a fetch is a network call; None: not looked up now)."""
+    key = f"stockserve:watchlist-bars:{symbol}"
+    if not get_redis().set(key, 1, nx=True, ex=BARS_CHECK_SECONDS):
+        return None
+    try:
+        return price_chain().fetch(symbol).last_bar_date
+    except PriceDataError:
+        return None  # the pipeline will say why, if it runs
+
+
+def refresh() -> Refresh:
+    outcome = Refresh()
+    in_flight = PredictionRequest.objects.in_flight()
+    if in_flight.filter(precomputed=False).exists():
+        outcome.deferred = "users' requests are in flight"
+        return outcome
+    places = settings.PRECOMPUTE_MAX_IN_FLIGHT - in_flight.filter(precomputed=True).count()
+    for symbol, horizon in questions():
+        answer = PredictionRequest.objects.answer_for(symbol, horizon)
+        reason = stale_reason(answer, partial(_newest_bar, symbol))
+        if not reason:
+            outcome.fresh += 1
+            continue
+        if PredictionRequest.objects.leader_for(symbol, horizon, settings.DEFAULT_STRATEGY):
+            continue  # already being answered
+        if places <= 0:
+            outcome.deferred = f"{settings.PRECOMPUTE_MAX_IN_FLIGHT} precomputations in flight"
+            break
+        try:
+            submission = submit(symbol, horizon, settings.DEFAULT_STRATEGY, precomputed=True)
+        except SymbolNotServed as exc:
+            outcome.unavailable.append(f"{symbol}: {exc}")
+            continue
+        if not submission.joined:  # joined: someone asked it a moment ago
+            pipeline.dispatch(submission.request)
+            places -= 1
+        outcome.started.append(f"{symbol} h={horizon} ({reason})")
+    if outcome.started or outcome.unavailable:
+        log.info("watchlist: %s", outcome)
+    return outcome
