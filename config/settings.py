@@ -235,6 +235,29 @@ PREDICTION_STALL_SECONDS = env_int("PREDICTION_STALL_SECONDS", 60, minimum=1)
 PREDICTION_ATTEMPTS = env_int("PREDICTION_ATTEMPTS", 3, minimum=1)
 WORKER_GPU = env_str("WORKER_GPU", "auto")  # auto | on | off
 WORKER_HEARTBEAT_SECONDS = env_int("WORKER_HEARTBEAT_SECONDS", 5, minimum=1)
+# Pool autoscaling inside a machine (`--autoscale=max,min` on a worker): Celery's own
+# autoscaler, but it grows only by as many processes as free memory holds (a cpu or gpu pool
+# process with TensorFlow costs ~0.5 GB), keeping WORKER_MEMORY_RESERVE_MB free.
+CELERY_WORKER_AUTOSCALER = "workers.pool_autoscale:MemoryAwareAutoscaler"
+WORKER_PROCESS_MB = env_int("WORKER_PROCESS_MB", 600, minimum=1)
+WORKER_MEMORY_RESERVE_MB = env_int("WORKER_MEMORY_RESERVE_MB", 1024, minimum=0)
+# Autoscaling across machines (provisioning/autoscale/, `manage.py autoscale`): workers
+# are added while a queue's p95 wait stays above the target for AUTOSCALE_UP_DELAY s, and
+# one that the controller added is drained and removed once the queue stays idle for
+# AUTOSCALE_DOWN_DELAY s; AUTOSCALE_COOLDOWN s between two changes to one queue.
+AUTOSCALE = env_bool("AUTOSCALE", False)  # `make run` starts the controller when on
+AUTOSCALE_BACKEND = env_choice("AUTOSCALE_BACKEND", "local", ("local", "ansible"))
+# queue=min-max, the workers consuming that queue (those the operator started count too).
+AUTOSCALE_WORKERS = env_str("AUTOSCALE_WORKERS", "io=1-3,cpu=1-3")
+AUTOSCALE_TARGET_WAIT = env_float("AUTOSCALE_TARGET_WAIT", 1.0, minimum=0.01)
+AUTOSCALE_UP_DELAY = env_float("AUTOSCALE_UP_DELAY", 5.0, minimum=0.0)
+AUTOSCALE_DOWN_DELAY = env_float("AUTOSCALE_DOWN_DELAY", 60.0, minimum=0.0)
+AUTOSCALE_COOLDOWN = env_float("AUTOSCALE_COOLDOWN", 15.0, minimum=0.0)
+AUTOSCALE_INTERVAL = env_float("AUTOSCALE_INTERVAL", 1.0, minimum=0.1)
+# Pool processes of each worker the local backend starts.
+AUTOSCALE_LOCAL_CONCURRENCY = env_int("AUTOSCALE_LOCAL_CONCURRENCY", 1, minimum=1)
+# The ansible backend's standby pool: inventory worker hosts it may add, in this order.
+AUTOSCALE_STANDBY_HOSTS = env_list("AUTOSCALE_STANDBY_HOSTS", [])
 # Threads TensorFlow uses in each pool process (0 = TensorFlow's default, all cores): one
 # per process keeps concurrent deep models from fighting over the cores.
 WORKER_TF_THREADS = env_int("WORKER_TF_THREADS", 1, minimum=0)

@@ -32,14 +32,23 @@ def _processes(port: int, host: str) -> dict[str, list[str]]:
             workers=env.get("WEB_CONCURRENCY", "2"),
             access_log=env.get("WEB_ACCESS_LOG") == "1",
         ).argv(),
-        "worker-io": processes.worker("io", "io", env.get("IO_CONCURRENCY", "4")).argv(),
-        "worker-cpu": processes.worker("cpu", "cpu", env.get("CPU_CONCURRENCY", "2")).argv(),
+        "worker-io": processes.worker(
+            "io", "io", env.get("IO_CONCURRENCY", "4"), autoscale=env.get("IO_AUTOSCALE", "8,2")
+        ).argv(),
+        "worker-cpu": processes.worker(
+            "cpu", "cpu", env.get("CPU_CONCURRENCY", "2"), autoscale=env.get("CPU_AUTOSCALE", "")
+        ).argv(),
         "beat": processes.beat(VAR_DIR / "celerybeat-schedule").argv(),
         "sweeper": processes.sweeper(env.get("SWEEP_INTERVAL", "10")).argv(),
         "ws": processes.websocket(host, env["WS_PORT"]).argv(),
         "relay": processes.relay().argv(),
         "queue": processes.queue().argv(),
+        **({"autoscaler": processes.autoscaler().argv()} if _on(env.get("AUTOSCALE")) else {}),
     }
+
+
+def _on(value: str | None) -> bool:
+    return (value or "").strip().lower() in ("1", "true", "yes", "on")
 
 
 def _ready(base: str) -> bool:

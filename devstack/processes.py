@@ -70,12 +70,14 @@ def worker(
     gpu: object = "auto",
     loglevel: object = "INFO",
     max_tasks_per_child: object = 200,
+    autoscale: object = "",
 ) -> Command:
     """A Celery worker for the pipeline, through `manage.py start_worker` (GPU detection,
-    warm-up per queue)."""
+    warm-up per queue). `autoscale` ("MAX,MIN") lets Celery size the pool instead."""
+    pool = ("--autoscale", autoscale) if autoscale else ("--concurrency", concurrency)
     return _command(
         *("manage.py", "start_worker", "--name", name, "--queues", queues),
-        *("--concurrency", concurrency, "--gpu", gpu),
+        *(*pool, "--gpu", gpu),
         *("--max-tasks-per-child", max_tasks_per_child, "--loglevel", loglevel),
     )
 
@@ -95,6 +97,11 @@ def queue() -> Command:
     """The queue client's consumer: questions from a Redis Stream, answers to another.
     Any number may run (a consumer group shares the questions)."""
     return _command("manage.py", "serve_queue")
+
+
+def autoscaler() -> Command:
+    """The autoscaling controller. Safe to run twice: a Redis lock makes one the leader."""
+    return _command("manage.py", "autoscale")
 
 
 def relay() -> Command:

@@ -142,3 +142,32 @@ class ProvisioningRun(models.Model):
             "error": self.error,
             "requested_by": self.requested_by,
         }
+
+
+class ScalingAction(models.TextChoices):
+    ADD = "add"  # a worker is being started for the queue
+    DRAIN = "drain"  # a worker the autoscaler added stops taking tasks, then stops
+    REMOVED = "removed"  # a drained worker stopped with nothing in hand
+    HOLD = "hold"  # a change was called for and not made (at the maximum, no standby host)
+    FAILED = "failed"  # a change was tried and did not happen
+
+
+class ScalingDecision(models.Model):
+    """One autoscaler decision with the numbers that led to it: shown on `/workers/` and on
+    the dashboard, so an operator can tell why the worker count moved (or did not)."""
+
+    at = models.DateTimeField(default=timezone.now, db_index=True)
+    queue = models.CharField(max_length=16)
+    action = models.CharField(max_length=16, choices=ScalingAction.choices)
+    reason = models.CharField(max_length=300)
+    wait_seconds = models.FloatField(help_text="the queue's p95 wait when deciding")
+    depth = models.PositiveIntegerField(help_text="messages waiting when deciding")
+    workers = models.PositiveIntegerField(help_text="workers consuming the queue before")
+    worker = models.CharField(max_length=255, blank=True, help_text="the worker or host")
+    backend = models.CharField(max_length=16)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.at:%H:%M:%S} {self.queue} {self.action}: {self.reason}"

@@ -11,19 +11,23 @@ import logging
 import os
 import socket
 import time
+from collections.abc import Callable
 from typing import Any
 
 from celery.signals import (
     after_setup_logger,
+    before_task_publish,
     task_postrun,
+    task_prerun,
     worker_process_init,
     worker_process_shutdown,
     worker_ready,
     worker_shutdown,
 )
+from celery.worker import state as worker_state
 from django.conf import settings
 
-from workers import presence, warmup
+from workers import presence, queue_wait, warmup
 
 REFRESH_WATCHLIST = "workers.tasks.refresh_watchlist"
 
@@ -33,10 +37,14 @@ _heartbeat: presence.Heartbeat | None = None
 
 def _worker_info(consumer: Any) -> dict[str, Any]:
     queues = sorted(consumer.app.amqp.queues.consume_from or consumer.app.amqp.queues)
+    autoscaler = getattr(consumer.controller, "autoscaler", None)
     return {
         "hostname": consumer.hostname,
         "queues": queues,
         "concurrency": getattr(consumer.controller, "concurrency", None),
+        "autoscale": (
+            [autoscaler.max_concurrency, autoscaler.min_concurrency] if autoscaler else None
+        ),
         "gpu": os.environ.get("WORKER_HAS_GPU") == "1",
         "pid": os.getpid(),
         "host": socket.gethostname(),
@@ -53,10 +61,22 @@ def quiet_per_task_lines(**kwargs: Any) -> None:
         logging.getLogger(name).setLevel(logging.WARNING)
 
 
+def _live_counts(consumer: Any) -> Callable[[], dict[str, Any]]:
+    def counts() -> dict[str, Any]:
+        active = len(worker_state.active_requests)
+        return {
+            "processes": getattr(consumer.controller.pool, "num_processes", None),
+            "active": active,
+            "held": max(0, len(worker_state.reserved_requests) - active),
+        }
+
+    return counts
+
+
 @worker_ready.connect
 def start_heartbeat(sender: Any = None, **kwargs: Any) -> None:
     global _heartbeat
-    _heartbeat = presence.Heartbeat(_worker_info(sender))
+    _heartbeat = presence.Heartbeat(_worker_info(sender), _live_counts(sender))
     _heartbeat.start()
     log.info("worker %s consuming %s", _heartbeat.info["hostname"], _heartbeat.info["queues"])
     if "io" in _heartbeat.info["queues"] and settings.PRECOMPUTE_SYMBOLS:
@@ -92,3 +112,21 @@ def count_finished_task(sender: Any = None, **kwargs: Any) -> None:
     hostname = getattr(getattr(sender, "request", None), "hostname", None)
     if hostname:
         presence.count_task(hostname)
+
+
+@before_task_publish.connect
+def stamp_send_time(headers: dict[str, Any] | None = None, **kwargs: Any) -> None:
+    """Every message says when it was sent, so its wait in the queue can be read."""
+    queue_wait.stamp(headers)
+
+
+@task_prerun.connect
+def record_queue_wait(task: Any = None, **kwargs: Any) -> None:
+    request = getattr(task, "request", None)
+    if request is None:
+        return
+    sent_at = getattr(request, queue_wait.SENT_HEADER, None)
+    if sent_at is None:
+        sent_at = (getattr(request, "headers", None) or {}).get(queue_wait.SENT_HEADER)
+    queue = (request.delivery_info or {}).get("routing_key")
+    queue_wait.record_start(queue, sent_at)

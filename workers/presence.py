@@ -13,6 +13,7 @@ import os
 import socket
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
@@ -62,8 +63,10 @@ def warm_processes() -> int:
 
 
 def is_ready(worker: dict[str, Any]) -> bool:
-    """Every pool process of this live worker has warmed up."""
-    return int(worker.get("warm_processes") or 0) >= int(worker.get("concurrency") or 1)
+    """Every pool process this live worker runs now (an autoscaled pool grows and shrinks)
+    has warmed up."""
+    processes = worker.get("processes") or worker.get("concurrency") or 1
+    return int(worker.get("warm_processes") or 0) >= int(processes)
 
 
 def count_task(hostname: str) -> None:
@@ -95,17 +98,25 @@ def consumers_of(queue: str) -> list[str]:
 
 
 class Heartbeat(threading.Thread):
-    """Runs in a worker's main process and re-announces it until stopped."""
+    """Runs in a worker's main process and re-announces it until stopped.
 
-    def __init__(self, info: dict[str, Any]) -> None:
+    `live()` adds what changes between beats: pool processes now, tasks running and
+    tasks held (the autoscaler drains a worker until both are zero).
+    """
+
+    def __init__(
+        self, info: dict[str, Any], live: Callable[[], dict[str, Any]] | None = None
+    ) -> None:
         super().__init__(name="stockserve-heartbeat", daemon=True)
         self.info = info
+        self.live = live or dict
         self.stopped = threading.Event()
 
     def run(self) -> None:
         while not self.stopped.is_set():
             entry = dict(self.info)
             with contextlib.suppress(Exception):  # Redis may blip; the next beat retries
+                entry.update(self.live())
                 entry["warm_processes"] = warm_processes()
                 announce(entry)
             # Beat every second while warming up, so readiness shows soon after it is reached.

@@ -5,23 +5,18 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from kombu.transport.redis import PRIORITY_STEPS, Channel
+from kombu.transport.redis import PRIORITY_STEPS
 
 from predictions.redis_client import get_redis
-from workers import presence
+from workers import presence, queue_wait
 from workers.routing import QUEUES
-
-
-def _priority_keys(queue: str) -> list[str]:
-    """Celery's Redis transport keeps one list per priority step: `cpu`, `cpu\\x06\\x163`…"""
-    return [queue if step == 0 else f"{queue}{Channel.sep}{step}" for step in PRIORITY_STEPS]
 
 
 def queue_depths() -> dict[str, int]:
     """Messages waiting in each pipeline queue (not counting those a worker has reserved)."""
     pipe = get_redis().pipeline(transaction=False)
     for queue in QUEUES:
-        for key in _priority_keys(queue):
+        for key in queue_wait.priority_keys(queue):
             pipe.llen(key)
     lengths = iter(pipe.execute())
     return {queue: sum(next(lengths) for _ in PRIORITY_STEPS) for queue in QUEUES}

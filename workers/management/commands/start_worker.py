@@ -25,6 +25,13 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--queues", default="io,cpu", help="comma-separated: io, cpu, gpu")
         parser.add_argument("--concurrency", type=int, default=2)
+        parser.add_argument(
+            "--autoscale",
+            default="",
+            help="MAX,MIN pool processes: Celery grows the pool while tasks wait (bounded by "
+            "free memory, WORKER_PROCESS_MB each) and shrinks it when idle; replaces "
+            "--concurrency",
+        )
         parser.add_argument("--name", default="worker", help="node name; host is appended")
         parser.add_argument("--gpu", default=settings.WORKER_GPU, help="auto, on or off")
         parser.add_argument("--max-tasks-per-child", type=int, default=200)
@@ -41,6 +48,9 @@ class Command(BaseCommand):
             )
         if options["concurrency"] < 1:
             raise CommandError("--concurrency must be at least 1.")
+        pool = ["-c", str(options["concurrency"])]
+        if options["autoscale"]:
+            pool = ["--autoscale", ",".join(map(str, parse_autoscale(options["autoscale"])))]
         try:
             has_gpu = detect_gpu(options["gpu"])
         except ValueError as exc:
@@ -64,8 +74,7 @@ class Command(BaseCommand):
             "worker",
             "-Q",
             ",".join(queues),
-            "-c",
-            str(options["concurrency"]),
+            *pool,
             "-n",
             f"{options['name']}@%h",
             "--max-tasks-per-child",
@@ -79,3 +88,15 @@ class Command(BaseCommand):
         self.stdout.write(f"Starting worker {options['name']} on queues {','.join(queues)}")
         sys.stdout.flush()
         os.execve(sys.executable, argv, env)
+
+
+def parse_autoscale(text: str) -> tuple[int, int]:
+    """`MAX,MIN` as Celery reads it, checked: 1 <= MIN <= MAX."""
+    parts = [p.strip() for p in text.split(",")]
+    try:
+        high, low = (int(parts[0]), int(parts[1])) if len(parts) == 2 else (int(parts[0]), 1)
+    except ValueError:
+        raise CommandError(f"--autoscale takes MAX,MIN pool processes, got {text!r}.") from None
+    if not 1 <= low <= high:
+        raise CommandError(f"--autoscale needs 1 <= MIN <= MAX, got {text!r}.")
+    return high, low

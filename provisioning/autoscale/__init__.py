@@ -1,0 +1,1 @@
+"""Autoscaling across machines: a controller that adds and drains workers on queue wait."""

@@ -1,0 +1,237 @@
+"""The autoscaling controller: observe every queue, decide, act, record why.
+
+Once per AUTOSCALE_INTERVAL it reads each queue's wait and depth (`workers.queue_wait`,
+the numbers the dashboard shows) and the live workers' heartbeats, lets the policy decide,
+asks the backend to add or drain a worker, and records each decision with its reason
+(`ScalingDecision`, shown on `/workers/` and streamed to the dashboard).
+
+Safe to run twice: only the holder of a Redis lock acts; the lock expires a few intervals
+after its holder stops renewing it, and the next controller takes over the workers the
+first one added (they are recorded in Redis, `managed.py`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import threading
+import time
+from typing import Any
+
+import redis
+from django.conf import settings
+from django.db import close_old_connections
+
+from predictions.redis_client import get_redis
+from provisioning.autoscale import policy
+from provisioning.autoscale.backends import (
+    Backend,
+    LocalWorkers,
+    Outcome,
+    ScaleError,
+    StandbyHosts,
+    presence_by_node,
+)
+from provisioning.autoscale.managed import (
+    DRAINING,
+    RUNNING,
+    STARTING,
+    STOPPING,
+    Managed,
+    all_managed,
+)
+from provisioning.models import ScalingAction, ScalingDecision
+from workers import queue_wait
+from workers.routing import QUEUES
+
+log = logging.getLogger(__name__)
+LEADER_KEY = "stockserve:autoscale:leader"
+DECISIONS_KEY = "stockserve:autoscale:decisions"  # the newest, for the dashboard
+DECISIONS_KEEP = 50
+
+
+def recent_decisions() -> list[dict[str, Any]]:
+    return [json.loads(raw) for raw in get_redis().lrange(DECISIONS_KEY, 0, DECISIONS_KEEP - 1)]
+
+
+def backend_from_settings() -> Backend:
+    if settings.AUTOSCALE_BACKEND == "ansible":
+        return StandbyHosts()
+    return LocalWorkers()
+
+
+def policy_from_settings() -> policy.Policy:
+    return policy.Policy(
+        target_wait=settings.AUTOSCALE_TARGET_WAIT,
+        up_delay=settings.AUTOSCALE_UP_DELAY,
+        down_delay=settings.AUTOSCALE_DOWN_DELAY,
+        cooldown=settings.AUTOSCALE_COOLDOWN,
+    )
+
+
+def observe(
+    queue: str,
+    state: queue_wait.QueueState,
+    alive: dict[str, dict[str, Any]],
+    managed: list[Managed],
+    per_worker: int,
+    at: float,
+) -> policy.Observation:
+    leaving = {w.name for w in managed if w.state in (DRAINING, STOPPING)}
+    serving = [
+        entry
+        for node, entry in alive.items()
+        if queue in entry.get("queues", []) and node not in leaving
+    ]
+    starting = [
+        w for w in managed if w.queue == queue and w.state == STARTING and w.name not in alive
+    ]
+    spare = 0
+    for entry in serving:
+        processes = int(entry.get("processes") or entry.get("concurrency") or 1)
+        spare += max(0, processes - int(entry.get("active") or 0) - int(entry.get("held") or 0))
+    return policy.Observation(
+        at=at,
+        queue=queue,
+        wait=state.wait,
+        depth=state.depth,
+        workers=len(serving) + len(starting),
+        removable=sum(1 for w in managed if w.queue == queue and w.state == RUNNING),
+        spare=spare,
+        per_worker=per_worker,
+    )
+
+
+class Controller:
+    def __init__(
+        self,
+        backend: Backend,
+        rule: policy.Policy,
+        limits: dict[str, policy.Limits],
+        interval: float,
+    ) -> None:
+        self.backend, self.rule, self.limits, self.interval = backend, rule, limits, interval
+        self.memory = {queue: policy.QueueMemory() for queue in limits}
+        self.lock = get_redis().lock(LEADER_KEY, timeout=max(5.0, 5 * interval), thread_local=False)
+        self.leading = False
+
+    @classmethod
+    def from_settings(cls) -> Controller:
+        limits = policy.parse_limits(settings.AUTOSCALE_WORKERS, QUEUES)
+        return cls(
+            backend_from_settings(), policy_from_settings(), limits, settings.AUTOSCALE_INTERVAL
+        )
+
+    # --- leadership
+
+    def lead(self) -> bool:
+        """Take or keep the lead; False while another controller holds it."""
+        try:
+            if self.leading:
+                self.lock.reacquire()
+            else:
+                self.leading = bool(self.lock.acquire(blocking=False))
+                if self.leading:
+                    log.info("autoscaler: leading (backend %s, %s)", self.backend.name, self.limits)
+        except redis.exceptions.LockError:
+            log.warning("autoscaler: lost the lead")
+            self.leading = False
+        return self.leading
+
+    def run(self, stop: threading.Event) -> None:
+        try:
+            while not stop.is_set():
+                started = time.monotonic()
+                try:
+                    if self.lead():
+                        self.tick()
+                except redis.exceptions.RedisError:
+                    log.warning("autoscaler: Redis unavailable; trying again", exc_info=True)
+                finally:
+                    close_old_connections()
+                stop.wait(max(0.0, self.interval - (time.monotonic() - started)))
+        finally:
+            if self.leading:
+                self.backend.close()
+                with contextlib.suppress(redis.exceptions.LockError):
+                    self.lock.release()
+
+    # --- one round
+
+    def tick(self, now: float | None = None) -> list[ScalingDecision]:
+        now = time.time() if now is None else now
+        alive = presence_by_node()
+        recorded = [self._ended(outcome) for outcome in self.backend.step(alive)]
+        states = queue_wait.current(list(self.limits), now=now)
+        managed = all_managed()
+        for queue, limits in self.limits.items():
+            seen = observe(queue, states[queue], alive, managed, self.backend.per_worker, now)
+            decision = policy.decide(self.rule, limits, self.memory[queue], seen)
+            if decision is not None:
+                recorded.append(self._act(decision, managed, alive))
+        return recorded
+
+    def _act(
+        self, decision: policy.Decision, managed: list[Managed], alive: dict[str, dict[str, Any]]
+    ) -> ScalingDecision:
+        if decision.action == policy.ADD:
+            try:
+                worker = self.backend.start(decision.queue)
+            except ScaleError as exc:
+                return self._record(decision, ScalingAction.HOLD, f"{decision.reason}; {exc}")
+            return self._record(decision, ScalingAction.ADD, decision.reason, worker.name)
+        if decision.action == policy.DRAIN:
+            candidates = [w for w in managed if w.queue == decision.queue and w.state == RUNNING]
+
+            def busy(worker: Managed) -> tuple[int, float]:
+                entry = alive.get(worker.name, {})
+                return int(entry.get("active") or 0) + int(entry.get("held") or 0), -worker.since
+
+            worker = min(candidates, key=busy)  # the idlest, newest first
+            try:
+                self.backend.drain(worker)
+            except Exception as exc:  # the broker or a run refused: say so, try later
+                return self._record(
+                    decision, ScalingAction.FAILED, f"drain failed: {exc}", worker.name
+                )
+            return self._record(decision, ScalingAction.DRAIN, decision.reason, worker.name)
+        return self._record(decision, ScalingAction.HOLD, decision.reason)
+
+    def _ended(self, outcome: Outcome) -> ScalingDecision:
+        worker = outcome.worker
+        ended = policy.Decision(worker.queue, outcome.action, outcome.reason, 0.0, 0, 0)
+        action = ScalingAction.REMOVED if outcome.action == "removed" else ScalingAction.FAILED
+        return self._record(ended, action, outcome.reason, worker.name)
+
+    def _record(
+        self, decision: policy.Decision, action: str, reason: str, worker: str = ""
+    ) -> ScalingDecision:
+        row = ScalingDecision.objects.create(
+            queue=decision.queue,
+            action=action,
+            reason=reason[:300],
+            wait_seconds=round(decision.wait, 3),
+            depth=decision.depth,
+            workers=decision.workers,
+            worker=worker,
+            backend=self.backend.name,
+        )
+        log.info("autoscaler: %s %s %s: %s", decision.queue, action, worker, reason)
+        entry = json.dumps(
+            {
+                "at": row.at.timestamp(),
+                "queue": row.queue,
+                "action": row.action,
+                "reason": row.reason,
+                "wait": row.wait_seconds,
+                "depth": row.depth,
+                "workers": row.workers,
+                "worker": row.worker,
+            }
+        )
+        pipe = get_redis().pipeline(transaction=False)
+        pipe.lpush(DECISIONS_KEY, entry)
+        pipe.ltrim(DECISIONS_KEY, 0, DECISIONS_KEEP - 1)
+        pipe.execute()
+        return row

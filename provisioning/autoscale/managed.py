@@ -1,0 +1,44 @@
+"""The workers the autoscaler added, kept in Redis so a controller that takes over the lead
+from a dead one finds them (and can drain them) instead of losing track."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import asdict, dataclass, field
+
+from predictions.redis_client import get_redis, text
+
+MANAGED_KEY = "stockserve:autoscale:managed"
+STARTING, RUNNING, DRAINING, STOPPING = "starting", "running", "draining", "stopping"
+
+
+@dataclass
+class Managed:
+    name: str  # the Celery node name (local) or the inventory host (ansible)
+    queue: str
+    backend: str
+    state: str = STARTING
+    since: float = field(default_factory=time.time)
+    pid: int | None = None  # local: the worker's main process
+    run_id: int | None = None  # ansible: the provisioning run under way
+    processes: int = 1
+
+    def move(self, state: str) -> None:
+        self.state, self.since = state, time.time()
+        save(self)
+
+
+def save(worker: Managed) -> None:
+    get_redis().hset(MANAGED_KEY, worker.name, json.dumps(asdict(worker)))
+
+
+def forget(name: str) -> None:
+    get_redis().hdel(MANAGED_KEY, name)
+
+
+def all_managed() -> list[Managed]:
+    return [
+        Managed(**json.loads(raw))
+        for _, raw in sorted(get_redis().hgetall(MANAGED_KEY).items(), key=lambda kv: text(kv[0]))
+    ]
