@@ -170,10 +170,11 @@ class LocalWorkers:
         return outcomes
 
     def _terminate(self, worker: Managed) -> None:
-        """SIGTERM: Celery's warm shutdown, which finishes anything running first."""
+        """SIGTERM to the main process only: Celery's warm shutdown, which lets the pool
+        finish anything running first (the pool processes must not get it themselves)."""
         if worker.pid is not None:
             with contextlib.suppress(ProcessLookupError):
-                os.killpg(worker.pid, signal.SIGTERM)
+                os.kill(worker.pid, signal.SIGTERM)
 
     def close(self) -> None:
         """On the controller's exit: its local workers stop the warm way too."""

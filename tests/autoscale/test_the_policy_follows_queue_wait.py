@@ -17,9 +17,10 @@ from provisioning.autoscale.policy import (
 )
 
 RULE = Policy(target_wait=1.0, up_delay=5, down_delay=20, cooldown=10)
+ONE_TO_THREE = Limits(1, 3)
 
 
-def replay(series, limits=Limits(1, 3), rule=RULE, memory=None):
+def replay(series, limits=ONE_TO_THREE, rule=RULE, memory=None):
     """Feed (second, wait, depth, workers, removable, spare) rows; the decisions by second.
 
     Like the controller, the worker count follows the decisions: an add is one more worker
