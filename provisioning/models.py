@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import socket
+from typing import Any
 
 from django.db import models
 from django.utils import timezone
@@ -171,3 +172,16 @@ class ScalingDecision(models.Model):
 
     def __str__(self) -> str:
         return f"{self.at:%H:%M:%S} {self.queue} {self.action}: {self.reason}"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "at": self.at.timestamp(),
+            "queue": self.queue,
+            "action": self.action,
+            "reason": self.reason,
+            "wait": self.wait_seconds,
+            "depth": self.depth,
+            "workers": self.workers,
+            "worker": self.worker,
+            "backend": self.backend,
+        }

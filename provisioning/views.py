@@ -13,6 +13,7 @@ from collections.abc import Callable
 from functools import wraps
 from typing import Any
 
+from django.conf import settings
 from django.contrib.admin.views.decorators import staff_member_required
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
@@ -20,10 +21,11 @@ from django.views.decorators.csrf import ensure_csrf_cookie
 from django.views.decorators.http import require_GET, require_POST
 
 from provisioning import hosts, inventory, runner
-from provisioning.models import ProvisioningRun
+from provisioning.models import ProvisioningRun, ScalingDecision
 from workers.routing import QUEUES
 
 RECENT_RUNS = 15
+RECENT_DECISIONS = 30
 MAX_LOG_CHUNK = 200_000
 
 
@@ -49,6 +51,13 @@ def _state() -> dict[str, Any]:
     ProvisioningRun.objects.fail_interrupted()
     state = inventory.side_by_side()
     state["runs"] = [run.as_dict() for run in ProvisioningRun.objects.all()[:RECENT_RUNS]]
+    state["autoscale"] = {
+        "enabled": settings.AUTOSCALE,
+        "backend": settings.AUTOSCALE_BACKEND,
+        "target_wait": settings.AUTOSCALE_TARGET_WAIT,
+        "limits": settings.AUTOSCALE_WORKERS,
+        "decisions": [d.as_dict() for d in ScalingDecision.objects.all()[:RECENT_DECISIONS]],
+    }
     return state
 
 

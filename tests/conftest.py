@@ -44,8 +44,8 @@ def staff_api_client(api_client, django_user_model):
 
 @pytest.fixture(autouse=True)
 def _clean_redis_state() -> Iterator[None]:
-    """Each test starts with no stored answers, fresh rate limits, nothing in flight and
-    fresh routing answers.
+    """Each test starts with no stored answers, fresh rate limits, nothing in flight, fresh
+    routing answers, no autoscaler state and no recorded queue waits.
 
     Only those keys go: the broker's queues and the heartbeats share this Redis.
     """
@@ -54,7 +54,15 @@ def _clean_redis_state() -> Iterator[None]:
     from workers import routing
 
     redis = get_redis()
-    patterns = ("answer*", "throttle:*", "inflight*", "drained:*", "watchlist-bars:*")
+    patterns = (
+        "answer*",
+        "throttle:*",
+        "inflight*",
+        "drained:*",
+        "watchlist-bars:*",
+        "autoscale:*",
+        "queue-waits:*",
+    )
     for pattern in (f"stockserve:{p}" for p in patterns):
         for key in redis.scan_iter(match=pattern):
             redis.delete(key)

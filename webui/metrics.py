@@ -107,6 +107,14 @@ class StockserveCollector(Collector):
         for queue, count in system.queue_depths().items():
             depth.add_metric([queue], count)
         yield depth
+        wait = GaugeMetricFamily(
+            "stockserve_queue_wait_seconds",
+            "p95 wait of a queue's tasks in the last 15 s, or its oldest message's age if larger.",
+            labels=["queue"],
+        )
+        for queue, seconds in system.queue_waits().items():
+            wait.add_metric([queue], seconds)
+        yield wait
         workers = system.workers_online()
         yield GaugeMetricFamily(
             "stockserve_workers_online", "Workers with a fresh heartbeat.", value=len(workers)

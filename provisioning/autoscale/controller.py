@@ -13,7 +13,6 @@ first one added (they are recorded in Redis, `managed.py`).
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import threading
 import time
@@ -42,17 +41,11 @@ from provisioning.autoscale.managed import (
     all_managed,
 )
 from provisioning.models import ScalingAction, ScalingDecision
-from workers import queue_wait
+from workers import queue_wait, scaling_feed
 from workers.routing import QUEUES
 
 log = logging.getLogger(__name__)
 LEADER_KEY = "stockserve:autoscale:leader"
-DECISIONS_KEY = "stockserve:autoscale:decisions"  # the newest, for the dashboard
-DECISIONS_KEEP = 50
-
-
-def recent_decisions() -> list[dict[str, Any]]:
-    return [json.loads(raw) for raw in get_redis().lrange(DECISIONS_KEY, 0, DECISIONS_KEEP - 1)]
 
 
 def backend_from_settings() -> Backend:
@@ -218,20 +211,5 @@ class Controller:
             backend=self.backend.name,
         )
         log.info("autoscaler: %s %s %s: %s", decision.queue, action, worker, reason)
-        entry = json.dumps(
-            {
-                "at": row.at.timestamp(),
-                "queue": row.queue,
-                "action": row.action,
-                "reason": row.reason,
-                "wait": row.wait_seconds,
-                "depth": row.depth,
-                "workers": row.workers,
-                "worker": row.worker,
-            }
-        )
-        pipe = get_redis().pipeline(transaction=False)
-        pipe.lpush(DECISIONS_KEY, entry)
-        pipe.ltrim(DECISIONS_KEY, 0, DECISIONS_KEEP - 1)
-        pipe.execute()
+        scaling_feed.publish(row.as_dict())
         return row

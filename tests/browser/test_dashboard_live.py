@@ -10,7 +10,9 @@ from collections.abc import Iterator
 
 import pytest
 
+from provisioning.models import ScalingDecision
 from tests.support.live import live_stack, login_in_browser, make_user
+from workers import scaling_feed
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
 
@@ -28,6 +30,17 @@ def test_the_dashboard_shows_a_prediction_live_with_its_waterfall(
     settings.WEBSOCKET_URL = ""
     stages = {"prices", "sentiment", "combine", *(f"model:{m}" for m in settings.PREDICTION_MODELS)}
     make_user("ops", staff=True)
+    decision = ScalingDecision.objects.create(
+        queue="cpu",
+        action="add",
+        reason="p95 wait 2.50 s above the 1 s target for 5 s, 7 waiting",
+        wait_seconds=2.5,
+        depth=7,
+        workers=1,
+        worker="auto-cpu-1@host",
+        backend="local",
+    )
+    scaling_feed.publish(decision.as_dict())  # as the autoscaler records one
     context = browser.new_context(viewport={"width": 1400, "height": 1000})
     errors: list[str] = []
     dashboard = context.new_page()
@@ -73,6 +86,11 @@ def test_the_dashboard_shows_a_prediction_live_with_its_waterfall(
     dashboard.wait_for_selector(f"#workers tbody tr >> text={celery_worker}", timeout=10_000)
     assert dashboard.text_content("#q-io").startswith("io: ")
     assert dashboard.locator("#chart-throughput .scatterlayer .trace").count() == 2
+    # The autoscaler's decision is listed and marked on the queue-wait timeline.
+    decided = dashboard.locator("#decisions tbody tr", has_text="auto-cpu-1@host")
+    decided.wait_for(timeout=10_000)
+    assert "above the 1 s target" in decided.text_content()
+    assert dashboard.locator("#chart-scaling .scatterlayer .trace").count() == 5
     assert dashboard.evaluate("window.dashboardStats.events") >= 8
     assert not errors, errors
     context.close()

@@ -129,7 +129,13 @@ class Relay:
             await self._refresh_system()
             stats = self.window.stats(now)
             batch["stats"] = stats
-            batch["point"] = self.window.point(now, stats, self._system["queues"])
+            batch["point"] = self.window.point(
+                now,
+                stats,
+                self._system["queues"],
+                self._system.get("waits"),
+                system.workers_per_queue(self._system["workers"]),
+            )
             batch.update(self._system)
         messages = []
         if changed or events or stats_due:  # the dashboard first: it matters most
@@ -181,10 +187,20 @@ class Relay:
 
     async def _refresh_system(self) -> None:
         try:
-            queues, workers = await asyncio.to_thread(
-                lambda: (system.queue_depths(), system.workers_online())
+            queues, waits, workers, decisions = await asyncio.to_thread(
+                lambda: (
+                    system.queue_depths(),
+                    system.queue_waits(),
+                    system.workers_online(),
+                    system.scaling_decisions(),
+                )
             )
-            self._system = {"queues": queues, "workers": workers}
+            self._system = {
+                "queues": queues,
+                "waits": waits,
+                "workers": workers,
+                "decisions": decisions,
+            }
         except Exception:  # keep the last known answer
             log.warning("could not read queues and workers", exc_info=True)
 

@@ -8,7 +8,7 @@ from typing import Any
 from kombu.transport.redis import PRIORITY_STEPS
 
 from predictions.redis_client import get_redis
-from workers import presence, queue_wait
+from workers import presence, queue_wait, scaling_feed
 from workers.routing import QUEUES
 
 
@@ -37,3 +37,17 @@ def workers_online() -> list[dict[str, Any]]:
         }
         for w in presence.alive_workers()
     ]
+
+
+def queue_waits() -> dict[str, float]:
+    """Each queue's p95 wait now, seconds (what the autoscaler steers by)."""
+    return {queue: state.wait for queue, state in queue_wait.current(QUEUES).items()}
+
+
+def workers_per_queue(workers: list[dict[str, Any]]) -> dict[str, int]:
+    return {queue: sum(1 for w in workers if queue in w["queues"]) for queue in QUEUES}
+
+
+def scaling_decisions(count: int = 10) -> list[dict[str, Any]]:
+    """The autoscaler's newest decisions, newest first (none when it is off)."""
+    return scaling_feed.recent(count)

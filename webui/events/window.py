@@ -219,7 +219,14 @@ class LiveWindow:
             }
         return out
 
-    def point(self, now: float, stats: dict[str, Any], queues: dict[str, int]) -> dict[str, Any]:
+    def point(
+        self,
+        now: float,
+        stats: dict[str, Any],
+        queues: dict[str, int],
+        waits: dict[str, float] | None = None,
+        workers: dict[str, int] | None = None,
+    ) -> dict[str, Any]:
         """One point of the rolling charts; kept for `history_seconds`."""
         counts, elapsed = self._counts(now, RATE_SPAN_SECONDS)
         one = stats["1m"]
@@ -233,6 +240,8 @@ class LiveWindow:
             "hit": one["cache_hit_ratio"],
             "err": one["error_rate"],
             "queues": dict(queues),
+            "waits": dict(waits or {}),
+            "workers": dict(workers or {}),
         }
         self.history.append(point)
         return point

@@ -75,9 +75,29 @@
     }
   }
 
+  function renderDecisions(autoscale) {
+    const body = $("decisions").tBodies[0];
+    body.replaceChildren();
+    if (!autoscale.decisions.length) {
+      cell(body.insertRow(), "No decision yet.").colSpan = 8;
+    }
+    for (const d of autoscale.decisions) {
+      const row = body.insertRow();
+      cell(row, new Date(d.at * 1000).toLocaleTimeString());
+      cell(row, d.queue);
+      cell(row, d.action, d.action === "failed" ? "bad" : d.action === "hold" ? "" : "ok");
+      cell(row, d.worker || null);
+      cell(row, `${d.wait.toFixed(2)} s`, "num");
+      cell(row, d.depth, "num");
+      cell(row, d.workers, "num");
+      cell(row, d.reason);
+    }
+  }
+
   function render(state) {
     renderHosts(state);
     renderRuns(state.runs);
+    renderDecisions(state.autoscale);
   }
 
   async function refresh() {

@@ -167,7 +167,21 @@ function initCharts() {
     layout("%", { range: [0, 100] }), PLOT);
   Plotly.newPlot("chart-queues", [{ type: "bar", x: ["io", "cpu", "gpu"], y: [0, 0, 0], marker: { color: "#6366f1" } }],
     { margin: { l: 50, r: 10, t: 10, b: 30 }, height: 220, yaxis: { title: "messages waiting", rangemode: "tozero" } }, PLOT);
+  const scaling = SCALED_QUEUES.map((q, i) => line(`${q} wait`, QUEUE_COLORS[i]));
+  for (const [i, q] of SCALED_QUEUES.entries()) {
+    scaling.push({ ...line(`${q} workers`, QUEUE_COLORS[i], "dot"), yaxis: "y2", line: { color: QUEUE_COLORS[i], dash: "dot", shape: "hv" } });
+  }
+  scaling.push({ x: [], y: [], text: [], name: "decisions", mode: "markers", yaxis: "y2",
+    marker: { symbol: "diamond", size: 10, color: "#111827" }, hovertemplate: "%{text}<extra></extra>" });
+  Plotly.newPlot("chart-scaling", scaling, {
+    ...layout("p95 wait, s"),
+    yaxis2: { title: "workers", overlaying: "y", side: "right", rangemode: "tozero", dtick: 1 },
+    margin: { l: 50, r: 50, t: 10, b: 30 },
+  }, PLOT);
 }
+
+const SCALED_QUEUES = ["io", "cpu"];
+const QUEUE_COLORS = ["#0891b2", "#7c3aed"];
 
 const asPct = (x) => (x == null ? null : x * 100);
 
@@ -177,8 +191,17 @@ function seriesOf(points) {
     throughput: { x: [x, x], y: [points.map((p) => p.rps), points.map((p) => p.cps)] },
     latency: { x: [x, x, x], y: [points.map((p) => p.p50), points.map((p) => p.p95), points.map((p) => p.p99)] },
     ratios: { x: [x, x], y: [points.map((p) => asPct(p.hit)), points.map((p) => asPct(p.err))] },
+    scaling: {
+      x: [...SCALED_QUEUES, ...SCALED_QUEUES].map(() => x),
+      y: [
+        ...SCALED_QUEUES.map((q) => points.map((p) => (p.waits || {})[q] ?? null)),
+        ...SCALED_QUEUES.map((q) => points.map((p) => (p.workers || {})[q] ?? null)),
+      ],
+    },
   };
 }
+
+const SCALING_TRACES = [0, 1, 2, 3];
 
 function drawHistory(points) {
   if (!window.Plotly || !points.length) return;
@@ -186,6 +209,7 @@ function drawHistory(points) {
   Plotly.restyle("chart-throughput", s.throughput, [0, 1]);
   Plotly.restyle("chart-latency", s.latency, [0, 1, 2]);
   Plotly.restyle("chart-ratios", s.ratios, [0, 1]);
+  Plotly.restyle("chart-scaling", s.scaling, SCALING_TRACES);
 }
 
 function appendPoint(p) {
@@ -194,6 +218,28 @@ function appendPoint(p) {
   Plotly.extendTraces("chart-throughput", s.throughput, [0, 1], HISTORY);
   Plotly.extendTraces("chart-latency", s.latency, [0, 1, 2], HISTORY);
   Plotly.extendTraces("chart-ratios", s.ratios, [0, 1], HISTORY);
+  Plotly.extendTraces("chart-scaling", s.scaling, SCALING_TRACES, HISTORY);
+}
+
+function drawDecisions(decisions) {
+  const body = $("decisions").tBodies[0];
+  body.replaceChildren();
+  if (!decisions.length) cell(body.insertRow(), "No autoscaler decision yet (AUTOSCALE=1 starts it).").colSpan = 5;
+  for (const d of decisions) {
+    const row = body.insertRow();
+    cell(row, new Date(d.at * 1000).toLocaleTimeString());
+    cell(row, d.queue);
+    cell(row, d.action);
+    cell(row, d.worker || "–");
+    cell(row, d.reason);
+  }
+  if (!window.Plotly) return;
+  const marks = [...decisions].reverse().filter((d) => d.action !== "hold");
+  Plotly.restyle("chart-scaling", {
+    x: [marks.map((d) => new Date(d.at * 1000))],
+    y: [marks.map((d) => d.workers)],
+    text: [marks.map((d) => `${d.queue} ${d.action} ${d.worker || ""}: ${d.reason}`)],
+  }, [SCALING_TRACES.length]);
 }
 
 function drawQueues(queues) {
@@ -249,6 +295,7 @@ function applyCommon(m) {
   if (m.stats) drawTiles(m.stats);
   if (m.workers) drawWorkers(m.workers);
   if (m.queues) drawQueues(m.queues);
+  if (m.decisions) drawDecisions(m.decisions);
 }
 
 function applySnapshot(m) {
