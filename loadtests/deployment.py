@@ -36,6 +36,9 @@ class Setup:
 
     workers: int
     concurrency: int = 1
+    queues: str = "io,cpu"  # what each of the `workers` consumes
+    extra_workers: tuple[str, ...] = ()  # one more worker per item, consuming its queues
+    autoscaler: bool = False  # `manage.py autoscale`, with AUTOSCALE_* from extra_env
     models: tuple[str, ...] = ("naive", "ridge", "lstm")
     strategy: str = "chord"
     price_latency: str = ""  # "MEAN[,JITTER]" ms, empty = off
@@ -131,17 +134,18 @@ class Deployment:
         self.base_url = f"http://127.0.0.1:{web_port}"
         web = processes.web(f"127.0.0.1:{web_port}", self.setup.web_workers, self.setup.web_threads)
         self._spawn("web", web.argv(), env)
-        for i in range(1, self.setup.workers + 1):
+        queue_sets = [self.setup.queues] * self.setup.workers + list(self.setup.extra_workers)
+        for i, queues in enumerate(queue_sets, start=1):
             worker = processes.worker(
-                f"w{i}", "io,cpu", self.setup.concurrency, gpu="off", loglevel="WARNING"
+                f"w{i}", queues, self.setup.concurrency, gpu="off", loglevel="WARNING"
             )
             self._spawn(f"worker-w{i}", worker.argv(), env)
+        if self.setup.autoscaler:
+            self._spawn("autoscaler", processes.autoscaler().argv(), env)
         if self.setup.sweeper:
             self._spawn("sweeper", processes.sweeper(1).argv(), env)
         self._wait("web", deadline, self._web_ready)
-        self._wait(
-            "workers", deadline, lambda: len(self.alive_workers(client)) >= self.setup.workers
-        )
+        self._wait("workers", deadline, lambda: len(self.alive_workers(client)) >= len(queue_sets))
 
     def _start_redis(self) -> None:
         argv = redis_server_argv(

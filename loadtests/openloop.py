@@ -42,6 +42,17 @@ def arrival_offsets(
     return offsets
 
 
+def step_offsets(steps: list[tuple[float, float]]) -> list[float]:
+    """Evenly spaced arrivals for consecutive (rate per second, seconds) steps."""
+    offsets, start = [], 0.0
+    for rate, seconds in steps:
+        if rate <= 0 or seconds <= 0:
+            raise ValueError("every step needs a positive rate and duration")
+        offsets += [start + i / rate for i in range(max(1, round(rate * seconds)))]
+        start += seconds
+    return offsets
+
+
 class OpenLoop:
     def __init__(
         self,
@@ -110,7 +121,14 @@ class OpenLoop:
         """Send every arrival on schedule, then wait up to `drain_s` for the last ones."""
         rng = random.Random(seed)
         offsets = arrival_offsets(rate, duration_s, poisson, rng)
-        start = time.time()
+        info = self.run_schedule(offsets, drain_s, rng)
+        return {**info, "offered_rate": rate, "duration_s": duration_s}
+
+    def run_schedule(
+        self, offsets: list[float], drain_s: float, rng: random.Random, start: float | None = None
+    ) -> dict[str, Any]:
+        """Send an arrival at each offset (seconds after `start`), then drain as `run` does."""
+        start = time.time() if start is None else start
         dropped = 0
         for index, offset in enumerate(offsets):
             scheduled = start + offset
@@ -165,8 +183,6 @@ class OpenLoop:
             "dropped": dropped,
             "unfinished": unfinished,
             "peak_in_flight": self.peak_in_flight,
-            "offered_rate": rate,
-            "duration_s": duration_s,
         }
 
 

@@ -119,6 +119,12 @@ class StockserveCollector(Collector):
         yield GaugeMetricFamily(
             "stockserve_workers_online", "Workers with a fresh heartbeat.", value=len(workers)
         )
+        consumers = GaugeMetricFamily(
+            "stockserve_queue_workers", "Live workers consuming a queue.", labels=["queue"]
+        )
+        for queue, count in system.workers_per_queue(workers).items():
+            consumers.add_metric([queue], count)
+        yield consumers
         tasks = CounterMetricFamily(
             "stockserve_worker_tasks", "Tasks finished per live worker.", labels=["worker"]
         )

@@ -1,0 +1,157 @@
+"""The step-load report: one table, one figure, every number as JSON.
+
+loadtests/reports/step-load-<timestamp>/
+    report.md       the table: p95 latency, io queue wait, worker-seconds per deployment
+    step-load.png   arrival rate, io queue wait, p95 latency and workers over time
+    results.json    the samples, latencies and decisions the table and figure come from
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")  # files only, no display
+import matplotlib.pyplot as plt  # noqa: E402
+
+from loadtests import latencies  # noqa: E402
+
+COLORS = {"fixed": "#6b7280", "autoscale": "#2563eb"}
+BUCKET_S = 10  # p95 latency per 10 s of scheduled arrivals
+
+
+def _num(value: float | None, digits: int = 0, unit: str = "") -> str:
+    return "–" if value is None else f"{value:,.{digits}f}{unit}"
+
+
+def rolling_p95(points: list[dict[str, Any]]) -> tuple[list[float], list[float]]:
+    buckets: dict[int, list[float]] = {}
+    for point in points:
+        buckets.setdefault(int(point["t"] // BUCKET_S), []).append(point["ms"] / 1000)
+    keys = sorted(buckets)
+    return [k * BUCKET_S + BUCKET_S / 2 for k in keys], [
+        latencies.percentile(buckets[k], 95) or 0.0 for k in keys
+    ]
+
+
+def arrival_rate(steps: list[list[float]]) -> tuple[list[float], list[float]]:
+    xs, ys, t = [], [], 0.0
+    for rate, seconds in steps:
+        xs += [t, t + seconds]
+        ys += [rate, rate]
+        t += seconds
+    return xs, ys
+
+
+def figure(path: Path, run: dict[str, Any], results: list[dict[str, Any]]) -> None:
+    fig, axes = plt.subplots(4, 1, figsize=(10, 10), sharex=True)
+    rate_x, rate_y = arrival_rate(run["steps"])
+    axes[0].plot(rate_x, rate_y, color="#111827")
+    axes[0].set_ylabel("arrivals / s")
+    target = run["settings"]["target_wait"]
+    axes[1].axhline(target, color="#dc2626", linestyle=":", label=f"target {target:g} s")
+    for result in results:
+        color, mode = COLORS.get(result["mode"], "#000"), result["mode"]
+        samples = result["samples"]
+        ts = [s["t"] for s in samples]
+        axes[1].plot(ts, [s["wait"].get("io", 0) for s in samples], color=color, label=mode)
+        px, py = rolling_p95(result["latencies"])
+        axes[2].plot(px, py, color=color, marker=".", label=mode)
+        axes[3].step(
+            ts, [s["workers"].get("io", 0) for s in samples], where="post", color=color, label=mode
+        )
+        for decision in result["decisions"]:
+            if decision["action"] in ("add", "removed"):
+                at = decision["t"]
+                axes[3].annotate(
+                    decision["action"], (at, decision["workers"]), fontsize=7, color=color
+                )
+    axes[1].set_ylabel("io queue wait, s (p95)")
+    axes[2].set_ylabel(f"p95 latency, s ({BUCKET_S} s bins)")
+    axes[3].set_ylabel("io workers")
+    axes[3].set_xlabel("seconds since the first arrival")
+    for ax in axes[1:]:
+        ax.legend(loc="upper right", fontsize=8)
+    for ax in axes:
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def table(results: list[dict[str, Any]]) -> str:
+    lines = [
+        "| deployment | answered | errors | p50 latency | p95 latency | io queue wait p95 / max "
+        "(per-second samples) | io worker-seconds | all worker-seconds | peak io workers |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in results:
+        c = r["client"]
+        lines.append(
+            f"| {r['mode']} | {c['count']} | {c['errors']} | {_num(c['p50_ms'], 0, ' ms')} | "
+            f"{_num(c['p95_ms'], 0, ' ms')} | {_num(r['io_wait_p95_s'], 2, ' s')} / "
+            f"{_num(r['io_wait_max_s'], 2, ' s')} | {r['io_worker_seconds']:,.0f} | "
+            f"{r['worker_seconds']:,.0f} | {r['peak_io_workers']} |"
+        )
+    return "\n".join(lines)
+
+
+def comparison(results: list[dict[str, Any]]) -> list[str]:
+    by_mode = {r["mode"]: r for r in results}
+    fixed, scaled = by_mode.get("fixed"), by_mode.get("autoscale")
+    if not fixed or not scaled or not fixed["io_worker_seconds"]:
+        return []
+    share = scaled["io_worker_seconds"] / fixed["io_worker_seconds"]
+    return [
+        f"* io worker-seconds, autoscale / fixed: **{share:.2f}** "
+        f"({scaled['io_worker_seconds']:,.0f} / {fixed['io_worker_seconds']:,.0f})",
+        f"* p95 latency, autoscale / fixed: {_num(scaled['client']['p95_ms'], 0, ' ms')} / "
+        f"{_num(fixed['client']['p95_ms'], 0, ' ms')}",
+    ]
+
+
+def write_report(report_dir: Path, run: dict[str, Any], results: list[dict[str, Any]]) -> Path:
+    (report_dir / "results.json").write_text(
+        json.dumps({"run": run, "results": results}, indent=1), encoding="utf-8"
+    )
+    if results:
+        figure(report_dir / "step-load.png", run, results)
+    settings = run["settings"]
+    steps = ", ".join(f"{rate:g}/s for {seconds:g} s" for rate, seconds in run["steps"])
+    lines = [
+        f"# Step load, autoscaling off and on ({run['started']})",
+        "",
+        f"Command: `{run['command']}`. Machine: {run['machine']}; load average before "
+        f"{' '.join(f'{x:.2f}' for x in run['load_average']['before'])}, after "
+        f"{' '.join(f'{x:.2f}' for x in run['load_average']['after'])}.",
+        "",
+        f"Arrivals (open loop, cold predictions, models {settings['models']}): {steps}. "
+        f"Prices and mentions answer after an emulated {settings['io_latency']} ms. "
+        f"`fixed`: {settings['peak_workers']} io workers; `autoscale`: 1 to "
+        f"{settings['peak_workers']}, target p95 wait {settings['target_wait']:g} s, up delay "
+        f"{settings['up_delay']:g} s, down delay {settings['down_delay']:g} s, cooldown "
+        f"{settings['cooldown']:g} s. One cpu worker in both. Measured from the first arrival "
+        f"to {settings['tail']:g} s after the last.",
+        "",
+        table(results),
+        "",
+        *comparison(results),
+        "",
+        "![arrival rate, io queue wait, p95 latency and io workers over time](step-load.png)",
+        "",
+    ]
+    for result in results:
+        if result["decisions"]:
+            lines += [f"Decisions ({result['mode']}):", ""]
+            lines += [
+                f"* {d['t']:.0f} s: {d['queue']} **{d['action']}** {d['worker']}: {d['reason']}"
+                for d in result["decisions"]
+            ]
+            lines.append("")
+    lines += [f"* {note}" for note in run["notes"]]
+    path = report_dir / "report.md"
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
