@@ -254,6 +254,9 @@ AUTOSCALE_UP_DELAY = env_float("AUTOSCALE_UP_DELAY", 5.0, minimum=0.0)
 AUTOSCALE_DOWN_DELAY = env_float("AUTOSCALE_DOWN_DELAY", 60.0, minimum=0.0)
 AUTOSCALE_COOLDOWN = env_float("AUTOSCALE_COOLDOWN", 15.0, minimum=0.0)
 AUTOSCALE_INTERVAL = env_float("AUTOSCALE_INTERVAL", 1.0, minimum=0.1)
+# Seconds after taking the lead before the first decision: workers started alongside the
+# controller (`make run`) need that long to send their first heartbeat.
+AUTOSCALE_SETTLE = env_float("AUTOSCALE_SETTLE", 30.0, minimum=0.0)
 # Pool processes of each worker the local backend starts.
 AUTOSCALE_LOCAL_CONCURRENCY = env_int("AUTOSCALE_LOCAL_CONCURRENCY", 1, minimum=1)
 # The ansible backend's standby pool: inventory worker hosts it may add, in this order.

@@ -4,9 +4,10 @@
     python -m loadtests.step_load --steps 0.25x60,1.5x120,0.25x120 --peak-workers 5
 
 Arrivals come at a low, then a high, then a low rate (open loop: on schedule whatever the
-service does). Each cold prediction spends most of its time in the io queue (prices and
-mentions with an emulated remote latency, cheap models), so the io workers are what the
-load needs more of, and adding workers helps even on a 2-core machine. Two deployments:
+service does). Each prediction is a fresh pipeline (no cached answer) that spends most of
+its time in the io queue (prices and mentions with an emulated remote latency; cheap,
+warm models), so io workers are what the load needs more of, and adding them helps even
+on a 2-core machine. Two deployments:
 
 * `fixed`: as many io workers as the peak needs, all the time (autoscaling off);
 * `autoscale`: one io worker, and the autoscaler (`manage.py autoscale`, local backend)
@@ -140,7 +141,15 @@ def scrape(text: str) -> dict[str, Any]:
 
 def setup_for(mode: str, args: argparse.Namespace) -> Setup:
     latency = f"{args.io_latency},{args.io_latency // 10}"
-    env = {"METRICS_TOKEN": METRICS_TOKEN, "WORKER_HEARTBEAT_SECONDS": "1"}
+    env = {
+        "METRICS_TOKEN": METRICS_TOKEN,
+        "WORKER_HEARTBEAT_SECONDS": "1",
+        # The load generator is one client: admission control would refuse what exceeds one
+        # client's share of a bound sized by the cpu pool, and the run would measure that.
+        "ADMISSION_MAX_IN_FLIGHT": "1000",
+        "ADMISSION_CLIENT_SHARE": "1",
+        "PREDICTION_MAX_WAITERS": "1000",  # its arrivals all wait on `?wait=` at once
+    }
     if mode == "autoscale":
         env.update(
             AUTOSCALE_BACKEND="local",
@@ -199,7 +208,10 @@ def run_mode(
     deployment = Deployment(sup, workdir / mode, setup_for(mode, args))
     print(f"[{mode}] starting…", flush=True)
     deployment.start(template)
-    workload = Workload(parse_mix(args.symbols), 5, None, True, max_wait_s=args.drain)
+    # Fresh pipelines (no cached answer) on warm models: the io stages dominate.
+    workload = Workload(
+        parse_mix(args.symbols), 5, None, True, max_wait_s=args.drain, warm_models=True
+    )
     try:
         load.warm_up(deployment.base_url, workload, 2)
         out = deployment.workdir / "load"

@@ -128,13 +128,14 @@ def write_report(report_dir: Path, run: dict[str, Any], results: list[dict[str, 
         f"{' '.join(f'{x:.2f}' for x in run['load_average']['before'])}, after "
         f"{' '.join(f'{x:.2f}' for x in run['load_average']['after'])}.",
         "",
-        f"Arrivals (open loop, cold predictions, models {settings['models']}): {steps}. "
+        f"Arrivals (open loop, fresh pipelines on warm models {settings['models']}): {steps}. "
         f"Prices and mentions answer after an emulated {settings['io_latency']} ms. "
         f"`fixed`: {settings['peak_workers']} io workers; `autoscale`: 1 to "
         f"{settings['peak_workers']}, target p95 wait {settings['target_wait']:g} s, up delay "
         f"{settings['up_delay']:g} s, down delay {settings['down_delay']:g} s, cooldown "
-        f"{settings['cooldown']:g} s. One cpu worker in both. Measured from the first arrival "
-        f"to {settings['tail']:g} s after the last.",
+        f"{settings['cooldown']:g} s. One cpu worker in both. Admission control is opened up "
+        "and the waiters' cap raised (the load generator is a single client). Measured "
+        f"from the first arrival to {settings['tail']:g} s after the last.",
         "",
         table(results),
         "",

@@ -53,6 +53,7 @@ class Workload:
     strategy: str | None = None  # None: the server's DEFAULT_STRATEGY
     cold: bool = True  # skip the result cache and the model registry's warm start
     max_wait_s: float = 120.0
+    warm_models: bool = False  # with `cold`: skip the result cache only (a fresh pipeline)
 
     def pick(self, rng: random.Random) -> str:
         names = [s for s, _ in self.symbols]
@@ -63,7 +64,7 @@ class Workload:
         if self.strategy:
             body["strategy"] = self.strategy
         if self.cold:
-            body.update(use_cache=False, warm_start=False)
+            body.update(use_cache=False, warm_start=self.warm_models)
         return body
 
 

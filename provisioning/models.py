@@ -35,7 +35,8 @@ PLAYBOOKS = {
 ACTIVE = (RunStatus.QUEUED, RunStatus.RUNNING)
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """A process of that id runs on this machine (ours or not)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -54,7 +55,7 @@ class ProvisioningRunQuerySet(models.QuerySet["ProvisioningRun"]):
         here = socket.gethostname()
         failed = 0
         for run in self.filter(status=RunStatus.RUNNING, runner_host=here).only("id", "runner_pid"):
-            if run.runner_pid and not _pid_alive(run.runner_pid):
+            if run.runner_pid and not pid_alive(run.runner_pid):
                 failed += self.filter(id=run.id, status=RunStatus.RUNNING).update(
                     status=RunStatus.FAILED,
                     finished_at=timezone.now(),

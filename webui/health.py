@@ -72,7 +72,7 @@ def _queues() -> dict[str, str]:
             states[queue] = "ready"
         elif consumers:
             warm = sum(int(w.get("warm_processes") or 0) for w in consumers)
-            total = sum(int(w.get("concurrency") or 1) for w in consumers)
+            total = sum(presence.baseline_processes(w) for w in consumers)
             states[queue] = f"warming up ({warm} of {total} processes)"
         else:
             states[queue] = "no live worker consumes it"

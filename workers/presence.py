@@ -62,11 +62,16 @@ def warm_processes() -> int:
     return int(get_redis().scard(_warm_key(socket.gethostname(), os.getpid())))
 
 
+def baseline_processes(worker: dict[str, Any]) -> int:
+    """Pool processes this worker always runs: all of a fixed pool, the minimum of an
+    autoscaled one."""
+    autoscale = worker.get("autoscale")
+    return int(autoscale[1] if autoscale else worker.get("concurrency") or 1)
+
+
 def is_ready(worker: dict[str, Any]) -> bool:
-    """Every pool process this live worker runs now (an autoscaled pool grows and shrinks)
-    has warmed up."""
-    processes = worker.get("processes") or worker.get("concurrency") or 1
-    return int(worker.get("warm_processes") or 0) >= int(processes)
+    """Its baseline pool has warmed up (a pool growing under load stays ready)."""
+    return int(worker.get("warm_processes") or 0) >= baseline_processes(worker)
 
 
 def count_task(hostname: str) -> None:

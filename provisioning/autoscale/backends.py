@@ -35,7 +35,7 @@ from provisioning.autoscale.managed import (
     forget,
     save,
 )
-from provisioning.models import ProvisioningRun, RunStatus
+from provisioning.models import ProvisioningRun, RunStatus, pid_alive
 from workers import presence
 
 log = logging.getLogger(__name__)
@@ -63,16 +63,6 @@ class Backend(Protocol):
     def drain(self, worker: Managed) -> None: ...
     def step(self, alive: dict[str, dict[str, Any]]) -> list[Outcome]: ...
     def close(self) -> None: ...
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _idle_since(entry: dict[str, Any] | None, moment: float) -> bool:
@@ -135,7 +125,7 @@ class LocalWorkers:
             if code is not None:
                 self.children.pop(pid, None)
             return code
-        return None if _pid_alive(pid) else -1
+        return None if pid_alive(pid) else -1
 
     def step(self, alive: dict[str, dict[str, Any]]) -> list[Outcome]:
         outcomes = []

@@ -71,14 +71,16 @@ def observe(
     per_worker: int,
     at: float,
 ) -> policy.Observation:
-    leaving = {w.name for w in managed if w.state in (DRAINING, STOPPING)}
+    leaving = [w for w in managed if w.state in (DRAINING, STOPPING)]
     serving = [
         entry
         for node, entry in alive.items()
-        if queue in entry.get("queues", []) and node not in leaving
+        if queue in entry.get("queues", []) and not any(w.is_node(node) for w in leaving)
     ]
     starting = [
-        w for w in managed if w.queue == queue and w.state == STARTING and w.name not in alive
+        w
+        for w in managed
+        if w.queue == queue and w.state == STARTING and not any(w.is_node(n) for n in alive)
     ]
     spare = 0
     for entry in serving:
@@ -103,8 +105,13 @@ class Controller:
         rule: policy.Policy,
         limits: dict[str, policy.Limits],
         interval: float,
+        settle: float | None = None,
     ) -> None:
         self.backend, self.rule, self.limits, self.interval = backend, rule, limits, interval
+        # Until workers started alongside have sent a heartbeat, they look absent (and the
+        # minimum rule would add one): no decision for `settle` seconds after taking the lead.
+        self.settle = settings.AUTOSCALE_SETTLE if settle is None else settle
+        self.led_since: float | None = None
         self.memory = {queue: policy.QueueMemory() for queue in limits}
         self.lock = get_redis().lock(LEADER_KEY, timeout=max(5.0, 5 * interval), thread_local=False)
         self.leading = False
@@ -126,6 +133,7 @@ class Controller:
             else:
                 self.leading = bool(self.lock.acquire(blocking=False))
                 if self.leading:
+                    self.led_since = time.time()
                     log.info("autoscaler: leading (backend %s, %s)", self.backend.name, self.limits)
         except redis.exceptions.LockError:
             log.warning("autoscaler: lost the lead")
@@ -141,6 +149,8 @@ class Controller:
                         self.tick()
                 except redis.exceptions.RedisError:
                     log.warning("autoscaler: Redis unavailable; trying again", exc_info=True)
+                except Exception:  # a database blip or a bug: say so, keep watching
+                    log.exception("autoscaler: this round failed; trying again")
                 finally:
                     close_old_connections()
                 stop.wait(max(0.0, self.interval - (time.monotonic() - started)))
@@ -149,6 +159,7 @@ class Controller:
                 self.backend.close()
                 with contextlib.suppress(redis.exceptions.LockError):
                     self.lock.release()
+                self.leading = False
 
     # --- one round
 
@@ -156,6 +167,8 @@ class Controller:
         now = time.time() if now is None else now
         alive = presence_by_node()
         recorded = [self._ended(outcome) for outcome in self.backend.step(alive)]
+        if now - (self.led_since or now) < self.settle:
+            return recorded
         states = queue_wait.current(list(self.limits), now=now)
         managed = all_managed()
         for queue, limits in self.limits.items():

@@ -4,6 +4,7 @@ from a dead one finds them (and can drain them) instead of losing track."""
 from __future__ import annotations
 
 import json
+import re
 import time
 from dataclasses import asdict, dataclass, field
 
@@ -23,6 +24,13 @@ class Managed:
     pid: int | None = None  # local: the worker's main process
     run_id: int | None = None  # ansible: the provisioning run under way
     processes: int = 1
+
+    def is_node(self, node: str) -> bool:
+        """This worker is the Celery node `node`: a local worker by its node name, a host by
+        the name the worker role gives its node (`<inventory name>@<host name>`)."""
+        return node == self.name or node.startswith(
+            re.sub(r"[^A-Za-z0-9_-]+", "-", self.name) + "@"
+        )
 
     def move(self, state: str) -> None:
         self.state, self.since = state, time.time()

@@ -21,9 +21,15 @@ def no_workers(monkeypatch):
     get_redis().delete(presence.WORKERS_KEY)
 
 
-def heartbeat(name: str, queues: list[str], warm: int, concurrency: int) -> None:
+def heartbeat(name: str, queues: list[str], warm: int, concurrency: int, **more: object) -> None:
     presence.announce(
-        {"hostname": name, "queues": queues, "concurrency": concurrency, "warm_processes": warm}
+        {
+            "hostname": name,
+            "queues": queues,
+            "concurrency": concurrency,
+            "warm_processes": warm,
+            **more,
+        }
     )
 
 
@@ -57,6 +63,18 @@ def test_it_is_ready_once_every_pool_process_is_warm(client, no_workers):
     heartbeat("io@a", ["io"], warm=2, concurrency=2)
     response = client.get("/readyz")
     assert response.status_code == 200 and response.json()["ready"] is True
+
+
+def test_an_autoscaled_pool_is_ready_once_its_minimum_is_warm(client, no_workers):
+    heartbeat("cpu@a", ["cpu"], warm=2, concurrency=2)
+    # Celery reports the maximum as its concurrency; the pool starts at the minimum and may
+    # be growing under load: the new processes warming up do not make it unready.
+    heartbeat("io@a", ["io"], warm=1, concurrency=8, autoscale=[8, 2], processes=3)
+    assert client.get("/readyz").json()["checks"]["queues"]["io"] == (
+        "warming up (1 of 2 processes)"
+    )
+    heartbeat("io@a", ["io"], warm=2, concurrency=8, autoscale=[8, 2], processes=3)
+    assert client.get("/readyz").status_code == 200
 
 
 @pytest.mark.integration
