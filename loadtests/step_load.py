@@ -43,7 +43,7 @@ from typing import Any
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
-from loadtests import latencies, load, rawlog
+from loadtests import collect, latencies, load, rawlog
 from loadtests.deployment import ROOT, Deployment, Setup, migrated_template
 from loadtests.openloop import OpenLoop, step_offsets
 from loadtests.procs import Interrupted, Supervisor, handle_signals
@@ -237,7 +237,21 @@ def run_mode(
         deployment.stop()
         kill(leftovers)
     rows = [r for r in rawlog.read(out / "raw.csv") if r.kind == "prediction"]
-    return summarize(mode, args, rows, samples, decisions, info, start, arrivals_end + args.tail)
+    ids = {r.prediction_id.replace("-", "") for r in rows if r.prediction_id}
+    first_waits = [
+        record["queue_wait_ms"] / 1000
+        for record in collect.read_requests(deployment.db_path)
+        if record["id"] in ids and record.get("queue_wait_ms") is not None
+    ]
+    summary = summarize(mode, args, rows, samples, decisions, info, start, arrivals_end + args.tail)
+    summary["first_task_wait_s"] = {
+        "p50": latencies.percentile(first_waits, 50),
+        "p95": latencies.percentile(first_waits, 95),
+        "max": max(first_waits, default=None),
+        "over_target": sum(1 for w in first_waits if w > args.target_wait),
+        "count": len(first_waits),
+    }
+    return summary
 
 
 def _epoch(stored: str) -> float:

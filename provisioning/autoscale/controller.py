@@ -167,7 +167,7 @@ class Controller:
         now = time.time() if now is None else now
         alive = presence_by_node()
         recorded = [self._ended(outcome) for outcome in self.backend.step(alive)]
-        if now - (self.led_since or now) < self.settle:
+        if self.led_since is not None and now - self.led_since < self.settle:
             return recorded
         states = queue_wait.current(list(self.limits), now=now)
         managed = all_managed()
@@ -175,18 +175,24 @@ class Controller:
             seen = observe(queue, states[queue], alive, managed, self.backend.per_worker, now)
             decision = policy.decide(self.rule, limits, self.memory[queue], seen)
             if decision is not None:
-                recorded.append(self._act(decision, managed, alive))
+                recorded += self._act(decision, managed, alive)
         return recorded
 
     def _act(
         self, decision: policy.Decision, managed: list[Managed], alive: dict[str, dict[str, Any]]
-    ) -> ScalingDecision:
+    ) -> list[ScalingDecision]:
         if decision.action == policy.ADD:
-            try:
-                worker = self.backend.start(decision.queue)
-            except ScaleError as exc:
-                return self._record(decision, ScalingAction.HOLD, f"{decision.reason}; {exc}")
-            return self._record(decision, ScalingAction.ADD, decision.reason, worker.name)
+            added: list[ScalingDecision] = []
+            for _ in range(decision.count):
+                try:
+                    worker = self.backend.start(decision.queue)
+                except ScaleError as exc:
+                    reason = f"{decision.reason}; {exc}"
+                    return [*added, self._record(decision, ScalingAction.HOLD, reason)]
+                added.append(
+                    self._record(decision, ScalingAction.ADD, decision.reason, worker.name)
+                )
+            return added
         if decision.action == policy.DRAIN:
             candidates = [w for w in managed if w.queue == decision.queue and w.state == RUNNING]
 
@@ -198,11 +204,10 @@ class Controller:
             try:
                 self.backend.drain(worker)
             except Exception as exc:  # the broker or a run refused: say so, try later
-                return self._record(
-                    decision, ScalingAction.FAILED, f"drain failed: {exc}", worker.name
-                )
-            return self._record(decision, ScalingAction.DRAIN, decision.reason, worker.name)
-        return self._record(decision, ScalingAction.HOLD, decision.reason)
+                failed = f"drain failed: {exc}"
+                return [self._record(decision, ScalingAction.FAILED, failed, worker.name)]
+            return [self._record(decision, ScalingAction.DRAIN, decision.reason, worker.name)]
+        return [self._record(decision, ScalingAction.HOLD, decision.reason)]
 
     def _ended(self, outcome: Outcome) -> ScalingDecision:
         worker = outcome.worker

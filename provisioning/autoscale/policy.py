@@ -5,14 +5,16 @@ per queue (the shape of Ray Serve's replica autoscaling, on queue wait instead o
 requests per replica):
 
 * below the minimum: add, at once;
-* p95 wait above the target for `up_delay` seconds: add one, unless at the maximum
-  (then say so once) or within `cooldown` of the last change;
+* p95 wait above the target for `up_delay` seconds: add workers in proportion to how far
+  above (the wanted count is workers x wait / target, as Kubernetes' HPA scales on its
+  metric), at most doubling at once and never past the maximum (at the maximum, say so
+  once); not within `cooldown` of the last change;
 * nothing waiting, the wait under a quarter of the target, and a whole worker's worth
   of pool processes idle, for `down_delay` seconds: drain one the controller added
   (never one an operator started, never below the minimum), outside the cooldown.
 
-One worker per decision: a started worker takes seconds to warm up, so the next
-decision waits to see what the last one did.
+Drains go one worker at a time. Workers still starting count as workers, so the next
+decision sees what the last one did before it adds more.
 """
 
 from __future__ import annotations
@@ -58,6 +60,7 @@ class Decision:
     wait: float
     depth: int
     workers: int
+    count: int = 1  # workers to add or drain
 
 
 @dataclass
@@ -90,16 +93,19 @@ def decide(
     memory.idle_since = _since(memory.idle_since, seen.at, idle)
     memory.held = memory.held and over
 
-    def decision(action: str, reason: str) -> Decision:
+    def decision(action: str, reason: str, count: int = 1) -> Decision:
         if action == HOLD:
             memory.held = True
         else:
             memory.last_change, memory.held = seen.at, False
             memory.over_since = memory.idle_since = None
-        return Decision(seen.queue, action, reason, seen.wait, seen.depth, seen.workers)
+        return Decision(seen.queue, action, reason, seen.wait, seen.depth, seen.workers, count)
 
     if seen.workers < limits.minimum:
-        return decision(ADD, f"{seen.workers} worker(s), below the minimum of {limits.minimum}")
+        missing = limits.minimum - seen.workers
+        return decision(
+            ADD, f"{seen.workers} worker(s), below the minimum of {limits.minimum}", missing
+        )
     cooling = seen.at - memory.last_change < policy.cooldown
     if memory.over_since is not None and seen.at - memory.over_since >= policy.up_delay:
         above = (
@@ -110,7 +116,12 @@ def decide(
             if memory.held:
                 return None
             return decision(HOLD, f"{above}; at the maximum of {limits.maximum} worker(s)")
-        return None if cooling else decision(ADD, above)
+        if cooling:
+            return None
+        wanted = math.ceil(seen.workers * seen.wait / policy.target_wait)
+        # At least one, at most doubling, never past the maximum.
+        count = max(1, min(wanted - seen.workers, seen.workers, limits.maximum - seen.workers))
+        return decision(ADD, f"{above}; {count} more", count)
     if memory.idle_since is not None and seen.at - memory.idle_since >= policy.down_delay:
         if cooling or seen.removable == 0 or seen.workers <= limits.minimum:
             return None

@@ -23,8 +23,8 @@ ONE_TO_THREE = Limits(1, 3)
 def replay(series, limits=ONE_TO_THREE, rule=RULE, memory=None):
     """Feed (second, wait, depth, workers, removable, spare) rows; the decisions by second.
 
-    Like the controller, the worker count follows the decisions: an add is one more worker
-    (and one more the controller may drain) from the next second on, a drain one fewer.
+    Like the controller, the worker count follows the decisions: an add of N is N more
+    workers (and N more the controller may drain) from the next second on, a drain one fewer.
     """
     memory = memory or QueueMemory()
     decisions, extra = [], 0
@@ -33,7 +33,7 @@ def replay(series, limits=ONE_TO_THREE, rule=RULE, memory=None):
         decision = decide(rule, limits, memory, seen)
         if decision is not None:
             decisions.append((at, decision.action, decision.reason))
-            extra += {ADD: 1, DRAIN: -1}.get(decision.action, 0)
+            extra += {ADD: decision.count, DRAIN: -1}.get(decision.action, 0)
     return decisions
 
 
@@ -44,8 +44,17 @@ def steady(start, end, wait, depth, workers=1, removable=0, spare=0):
 def test_a_sustained_burst_adds_one_worker_per_cooldown_after_the_up_delay():
     decisions = replay(steady(0, 40, wait=3.0, depth=12))
     assert [(at, action) for at, action, _ in decisions] == [(5, ADD), (15, ADD), (21, HOLD)]
-    assert "p95 wait 3.00 s above the 1 s target for 5 s, 12 waiting" in decisions[0][2]
+    assert "p95 wait 3.00 s above the 1 s target for 5 s, 12 waiting; 1 more" in decisions[0][2]
     assert "at the maximum of 3 worker(s)" in decisions[2][2]  # said once, not every second
+
+
+def test_the_further_above_the_target_the_more_it_adds_at_most_doubling():
+    far_above = replay(steady(0, 30, wait=4.0, depth=40, workers=3), limits=Limits(1, 20))
+    # 3 workers at 4x the target want 12: doubled to 6 first, then 6 more (12 at 4x wants 48)
+    assert [(at, action) for at, action, _ in far_above] == [(5, ADD), (15, ADD), (25, ADD)]
+    assert [r.split("; ")[-1] for _, _, r in far_above] == ["3 more", "6 more", "8 more"]
+    just_above = replay(steady(0, 10, wait=1.2, depth=2, workers=4), limits=Limits(1, 20))
+    assert [r.split("; ")[-1] for _, _, r in just_above] == ["1 more"]  # ceil(4.8) = 5
 
 
 def test_a_spike_shorter_than_the_up_delay_changes_nothing():
