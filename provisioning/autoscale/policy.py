@@ -7,8 +7,8 @@ requests per replica):
 * below the minimum: add, at once;
 * p95 wait above the target for `up_delay` seconds: add workers in proportion to how far
   above (the wanted count is workers x wait / target, as Kubernetes' HPA scales on its
-  metric), at most doubling at once and never past the maximum (at the maximum, say so
-  once); not within `cooldown` of the last change;
+  metric), at most doubling or four more at once (HPA's default bound) and never past the
+  maximum (at the maximum, say so once); not within `cooldown` of the last change;
 * nothing waiting, the wait under a quarter of the target, and a whole worker's worth
   of pool processes idle, for `down_delay` seconds: drain one the controller added
   (never one an operator started, never below the minimum), outside the cooldown.
@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 ADD, DRAIN, HOLD = "add", "drain", "hold"
 IDLE_FRACTION = 0.25
+MAX_STEP = 4  # workers one decision may add, unless doubling adds more
 
 
 @dataclass(frozen=True)
@@ -119,8 +120,10 @@ def decide(
         if cooling:
             return None
         wanted = math.ceil(seen.workers * seen.wait / policy.target_wait)
-        # At least one, at most doubling, never past the maximum.
-        count = max(1, min(wanted - seen.workers, seen.workers, limits.maximum - seen.workers))
+        # At least one; at most doubling or four more, whichever is more (HPA's default
+        # scale-up bound); never past the maximum.
+        step = max(seen.workers, MAX_STEP)
+        count = max(1, min(wanted - seen.workers, step, limits.maximum - seen.workers))
         return decision(ADD, f"{above}; {count} more", count)
     if memory.idle_since is not None and seen.at - memory.idle_since >= policy.down_delay:
         if cooling or seen.removable == 0 or seen.workers <= limits.minimum:

@@ -41,18 +41,27 @@ def steady(start, end, wait, depth, workers=1, removable=0, spare=0):
     return [(t, wait, depth, workers, removable, spare) for t in range(start, end)]
 
 
-def test_a_sustained_burst_adds_one_worker_per_cooldown_after_the_up_delay():
+def test_a_sustained_burst_adds_after_the_up_delay_and_holds_at_the_maximum():
     decisions = replay(steady(0, 40, wait=3.0, depth=12))
-    assert [(at, action) for at, action, _ in decisions] == [(5, ADD), (15, ADD), (21, HOLD)]
-    assert "p95 wait 3.00 s above the 1 s target for 5 s, 12 waiting; 1 more" in decisions[0][2]
-    assert "at the maximum of 3 worker(s)" in decisions[2][2]  # said once, not every second
+    assert [(at, action) for at, action, _ in decisions] == [(5, ADD), (11, HOLD)]
+    assert "p95 wait 3.00 s above the 1 s target for 5 s, 12 waiting; 2 more" in decisions[0][2]
+    assert "at the maximum of 3 worker(s)" in decisions[1][2]  # said once, not every second
 
 
-def test_the_further_above_the_target_the_more_it_adds_at_most_doubling():
-    far_above = replay(steady(0, 30, wait=4.0, depth=40, workers=3), limits=Limits(1, 20))
-    # 3 workers at 4x the target want 12: doubled to 6 first, then 6 more (12 at 4x wants 48)
+def test_a_second_add_waits_for_the_cooldown():
+    decisions = replay(steady(0, 40, wait=1.5, depth=12), limits=Limits(1, 5))
+    # 1 x 1.5 wants 2: one more at 5 s; 2 x 1.5 wants 3: one more once the cooldown is over
+    assert [(at, action) for at, action, _ in decisions][:2] == [(5, ADD), (15, ADD)]
+
+
+def test_the_further_above_the_target_the_more_it_adds_at_most_four_or_doubling():
+    far_above = replay(steady(0, 30, wait=4.0, depth=40, workers=3), limits=Limits(1, 30))
+    # 3 workers at 4x the target want 12: 4 more first (doubling would be 3), then 7
+    # doubles them to 14, then 14 at 4x want 56: up to the maximum of 30
     assert [(at, action) for at, action, _ in far_above] == [(5, ADD), (15, ADD), (25, ADD)]
-    assert [r.split("; ")[-1] for _, _, r in far_above] == ["3 more", "6 more", "8 more"]
+    assert [r.split("; ")[-1] for _, _, r in far_above] == ["4 more", "7 more", "14 more"]
+    from_one = replay(steady(0, 10, wait=2.5, depth=9, workers=1), limits=Limits(1, 10))
+    assert [r.split("; ")[-1] for _, _, r in from_one] == ["2 more"]  # ceil(1 x 2.5) = 3
     just_above = replay(steady(0, 10, wait=1.2, depth=2, workers=4), limits=Limits(1, 20))
     assert [r.split("; ")[-1] for _, _, r in just_above] == ["1 more"]  # ceil(4.8) = 5
 
@@ -68,9 +77,10 @@ def test_the_quiet_after_a_burst_drains_only_what_the_autoscaler_added():
     quiet = steady(30, 120, wait=0.0, depth=0, spare=2)
     decisions = replay(burst + quiet)
     actions = [(at, action) for at, action, _ in decisions]
-    # added at 5 s and once the cooldown ends; held at three; then one drain per quiet spell
-    assert actions == [(5, ADD), (15, ADD), (21, HOLD), (50, DRAIN), (71, DRAIN)]
-    assert "nothing waiting and p95 wait 0.00 s for 20 s" in decisions[3][2]
+    # two added at 5 s (4x the target wants 4; the maximum of 3 allows 2 more); held; then
+    # one drain per quiet spell, back to the minimum
+    assert actions == [(5, ADD), (11, HOLD), (50, DRAIN), (71, DRAIN)]
+    assert "nothing waiting and p95 wait 0.00 s for 20 s" in decisions[2][2]
 
 
 def test_workers_the_operator_started_are_never_drained():
