@@ -37,6 +37,7 @@ class Setup:
     workers: int
     concurrency: int = 1
     queues: str = "io,cpu"  # what each of the `workers` consumes
+    autoscale: str = ""  # "MAX,MIN": Celery sizes the pool of each of the `workers`
     extra_workers: tuple[str, ...] = ()  # one more worker per item, consuming its queues
     autoscaler: bool = False  # `manage.py autoscale`, with AUTOSCALE_* from extra_env
     models: tuple[str, ...] = ("naive", "ridge", "lstm")
@@ -136,8 +137,14 @@ class Deployment:
         self._spawn("web", web.argv(), env)
         queue_sets = [self.setup.queues] * self.setup.workers + list(self.setup.extra_workers)
         for i, queues in enumerate(queue_sets, start=1):
+            autoscale = self.setup.autoscale if i <= self.setup.workers else ""
             worker = processes.worker(
-                f"w{i}", queues, self.setup.concurrency, gpu="off", loglevel="WARNING"
+                f"w{i}",
+                queues,
+                self.setup.concurrency,
+                gpu="off",
+                loglevel="WARNING",
+                autoscale=autoscale,
             )
             self._spawn(f"worker-w{i}", worker.argv(), env)
         if self.setup.autoscaler:

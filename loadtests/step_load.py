@@ -74,7 +74,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     add = p.add_argument
     add("--steps", default="0.25x60,1.5x120,0.25x120", help="RATExSECONDS, comma-separated")
     add("--modes", default="fixed,autoscale", help="fixed and/or autoscale")
-    add("--peak-workers", type=int, default=5, help="io workers of `fixed`, max of `autoscale`")
+    add("--peak-workers", type=int, default=5, help="io processes of `fixed`, max of `autoscale`")
+    add("--pool", default="2,1", help="`autoscale`: MAX,MIN pool of its first io worker")
     add("--io-latency", type=int, default=800, help="emulated ms per prices/mentions call")
     add("--models", default="naive,ridge")
     add("--symbols", default="AAPL,MSFT,IBM,GOOG")
@@ -128,6 +129,7 @@ def scrape(text: str) -> dict[str, Any]:
         "stockserve_queue_wait_seconds": "wait",
         "stockserve_queue_depth": "depth",
         "stockserve_queue_workers": "workers",
+        "stockserve_queue_processes": "processes",
     }
     found: dict[str, Any] = {key: {} for key in wanted.values()}
     for family in text_string_to_metric_families(text):
@@ -137,6 +139,10 @@ def scrape(text: str) -> dict[str, Any]:
             elif sample.name == "stockserve_workers_online":
                 found["workers_online"] = int(sample.value)
     return found
+
+
+def pool_max(args: argparse.Namespace) -> int:
+    return int(args.pool.split(",")[0])
 
 
 def setup_for(mode: str, args: argparse.Namespace) -> Setup:
@@ -153,7 +159,7 @@ def setup_for(mode: str, args: argparse.Namespace) -> Setup:
     if mode == "autoscale":
         env.update(
             AUTOSCALE_BACKEND="local",
-            AUTOSCALE_WORKERS=f"io=1-{args.peak_workers}",
+            AUTOSCALE_WORKERS=f"io=1-{args.peak_workers - pool_max(args) + 1}",
             AUTOSCALE_TARGET_WAIT=str(args.target_wait),
             AUTOSCALE_UP_DELAY=str(args.up_delay),
             AUTOSCALE_DOWN_DELAY=str(args.down_delay),
@@ -164,6 +170,7 @@ def setup_for(mode: str, args: argparse.Namespace) -> Setup:
     return Setup(
         workers=args.peak_workers if mode == "fixed" else 1,
         queues="io",
+        autoscale=args.pool if mode == "autoscale" else "",
         extra_workers=("cpu",),
         autoscaler=mode == "autoscale",
         models=tuple(m.strip() for m in args.models.split(",") if m.strip()),
@@ -274,6 +281,7 @@ def summarize(
     io_waits = [s["wait"].get("io", 0.0) for s in window]
     worker_seconds = sum(s.get("workers_online", 0) for s in window)  # one sample a second
     io_worker_seconds = sum(s["workers"].get("io", 0) for s in window)
+    io_process_seconds = sum(s.get("processes", {}).get("io", 0) for s in window)
     return {
         "mode": mode,
         "client": latencies.summarize(ok, len(rows) - len(ok), end - start),
@@ -281,7 +289,9 @@ def summarize(
         "io_wait_max_s": max(io_waits) if io_waits else None,
         "worker_seconds": worker_seconds,
         "io_worker_seconds": io_worker_seconds,
+        "io_process_seconds": io_process_seconds,
         "peak_io_workers": max((s["workers"].get("io", 0) for s in window), default=0),
+        "peak_io_processes": max((s.get("processes", {}).get("io", 0) for s in window), default=0),
         "seconds_sampled": len(window),
         "decisions": [{**d, "t": round(_epoch(d["at"]) - start, 1)} for d in decisions],
         "samples": [{**s, "t": round(s["t"] - start, 2)} for s in samples],

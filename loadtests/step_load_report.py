@@ -60,8 +60,11 @@ def figure(path: Path, run: dict[str, Any], results: list[dict[str, Any]]) -> No
         axes[1].plot(ts, [s["wait"].get("io", 0) for s in samples], color=color, label=mode)
         px, py = rolling_p95(result["latencies"])
         axes[2].plot(px, py, color=color, marker=".", label=mode)
+        processes = [s.get("processes", {}).get("io", 0) for s in samples]
+        workers = [s["workers"].get("io", 0) for s in samples]
+        axes[3].step(ts, processes, where="post", color=color, label=f"{mode}: processes")
         axes[3].step(
-            ts, [s["workers"].get("io", 0) for s in samples], where="post", color=color, label=mode
+            ts, workers, where="post", color=color, linestyle=":", label=f"{mode}: workers"
         )
         for decision in result["decisions"]:
             if decision["action"] in ("add", "removed"):
@@ -71,7 +74,7 @@ def figure(path: Path, run: dict[str, Any], results: list[dict[str, Any]]) -> No
                 )
     axes[1].set_ylabel("io queue wait, s (p95)")
     axes[2].set_ylabel(f"p95 latency, s ({BUCKET_S} s bins)")
-    axes[3].set_ylabel("io workers")
+    axes[3].set_ylabel("io processes, workers")
     axes[3].set_xlabel("seconds since the first arrival")
     for ax in axes[1:]:
         ax.legend(loc="upper right", fontsize=8)
@@ -85,9 +88,9 @@ def figure(path: Path, run: dict[str, Any], results: list[dict[str, Any]]) -> No
 def table(results: list[dict[str, Any]]) -> str:
     lines = [
         "| deployment | answered | errors | p50 latency | p95 latency | first task's io queue wait "
-        "p50 / p95 / max | waits over the target | io worker-seconds | all worker-seconds | "
-        "peak io workers |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "p50 / p95 / max | waits over the target | io process-seconds | io worker-seconds | "
+        "all worker-seconds | peak io workers / processes |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for r in results:
         c, w = r["client"], r["first_task_wait_s"]
@@ -95,8 +98,9 @@ def table(results: list[dict[str, Any]]) -> str:
             f"| {r['mode']} | {c['count']} | {c['errors']} | {_num(c['p50_ms'], 0, ' ms')} | "
             f"{_num(c['p95_ms'], 0, ' ms')} | {_num(w['p50'], 2)} / {_num(w['p95'], 2)} / "
             f"{_num(w['max'], 2, ' s')} | {w['over_target']} of {w['count']} | "
-            f"{r['io_worker_seconds']:,.0f} | {r['worker_seconds']:,.0f} | "
-            f"{r['peak_io_workers']:.0f} |"
+            f"{r['io_process_seconds']:,.0f} | {r['io_worker_seconds']:,.0f} | "
+            f"{r['worker_seconds']:,.0f} | {r['peak_io_workers']:.0f} / "
+            f"{r['peak_io_processes']:.0f} |"
         )
     return "\n".join(lines)
 
@@ -104,12 +108,14 @@ def table(results: list[dict[str, Any]]) -> str:
 def comparison(results: list[dict[str, Any]]) -> list[str]:
     by_mode = {r["mode"]: r for r in results}
     fixed, scaled = by_mode.get("fixed"), by_mode.get("autoscale")
-    if not fixed or not scaled or not fixed["io_worker_seconds"]:
+    if not fixed or not scaled or not fixed["io_process_seconds"]:
         return []
-    share = scaled["io_worker_seconds"] / fixed["io_worker_seconds"]
+    share = scaled["io_process_seconds"] / fixed["io_process_seconds"]
+    workers = scaled["io_worker_seconds"] / fixed["io_worker_seconds"]
     return [
-        f"* io worker-seconds, autoscale / fixed: **{share:.2f}** "
-        f"({scaled['io_worker_seconds']:,.0f} / {fixed['io_worker_seconds']:,.0f})",
+        f"* io process-seconds, autoscale / fixed: **{share:.2f}** "
+        f"({scaled['io_process_seconds']:,.0f} / {fixed['io_process_seconds']:,.0f}); "
+        f"io worker-seconds {workers:.2f}",
         f"* p95 latency, autoscale / fixed: {_num(scaled['client']['p95_ms'], 0, ' ms')} / "
         f"{_num(fixed['client']['p95_ms'], 0, ' ms')}",
     ]
@@ -132,8 +138,10 @@ def write_report(report_dir: Path, run: dict[str, Any], results: list[dict[str, 
         "",
         f"Arrivals (open loop, fresh pipelines on warm models {settings['models']}): {steps}. "
         f"Prices and mentions answer after an emulated {settings['io_latency']} ms. "
-        f"`fixed`: {settings['peak_workers']} io workers; `autoscale`: 1 to "
-        f"{settings['peak_workers']}, target p95 wait {settings['target_wait']:g} s, up delay "
+        f"`fixed`: {settings['peak_workers']} io workers of one process; `autoscale`: one io "
+        f"worker whose pool Celery sizes ({settings['pool']} MAX,MIN processes), and the "
+        f"controller adding one-process workers up to the same {settings['peak_workers']} "
+        f"processes, target p95 wait {settings['target_wait']:g} s, up delay "
         f"{settings['up_delay']:g} s, down delay {settings['down_delay']:g} s, cooldown "
         f"{settings['cooldown']:g} s. One cpu worker in both. A request's first task (its "
         "prices, on io) waits from the request's creation to its start: that is the queue "

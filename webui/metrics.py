@@ -125,6 +125,14 @@ class StockserveCollector(Collector):
         for queue, count in system.workers_per_queue(workers).items():
             consumers.add_metric([queue], count)
         yield consumers
+        pools = GaugeMetricFamily(
+            "stockserve_queue_processes",
+            "Pool processes of the live workers consuming a queue.",
+            labels=["queue"],
+        )
+        for queue, count in system.processes_per_queue(workers).items():
+            pools.add_metric([queue], count)
+        yield pools
         tasks = CounterMetricFamily(
             "stockserve_worker_tasks", "Tasks finished per live worker.", labels=["worker"]
         )

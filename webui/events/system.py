@@ -30,6 +30,7 @@ def workers_online() -> list[dict[str, Any]]:
             "hostname": w["hostname"],
             "queues": w.get("queues", []),
             "concurrency": w.get("concurrency"),
+            "processes": w.get("processes") or w.get("concurrency"),  # an autoscaled pool's now
             "gpu": bool(w.get("gpu")),
             "tasks_done": w.get("tasks_done", 0),
             "last_seen": w.get("last_seen"),
@@ -46,6 +47,14 @@ def queue_waits() -> dict[str, float]:
 
 def workers_per_queue(workers: list[dict[str, Any]]) -> dict[str, int]:
     return {queue: sum(1 for w in workers if queue in w["queues"]) for queue in QUEUES}
+
+
+def processes_per_queue(workers: list[dict[str, Any]]) -> dict[str, int]:
+    """Pool processes serving each queue now (autoscaled pools counted at their size)."""
+    return {
+        queue: sum(int(w["processes"] or 1) for w in workers if queue in w["queues"])
+        for queue in QUEUES
+    }
 
 
 def scaling_decisions(count: int = 10) -> list[dict[str, Any]]:
