@@ -9,16 +9,19 @@ its time in the io queue (prices and mentions with an emulated remote latency; c
 warm models), so io workers are what the load needs more of, and adding them helps even
 on a 2-core machine. Two deployments:
 
-* `fixed`: as many io workers as the peak needs, all the time (autoscaling off);
-* `autoscale`: one io worker, and the autoscaler (`manage.py autoscale`, local backend)
-  adding up to the same number while the io queue's p95 wait is above its target and
-  draining them after.
+* `fixed`: as many one-process io workers as the peak needs, all the time (autoscaling
+  off);
+* `autoscale`: one io worker whose pool Celery sizes (`--pool MAX,MIN`, the fast first
+  answer), and the autoscaler (`manage.py autoscale`, local backend) adding one-process
+  workers up to the same number of processes while the io queue's p95 wait is above its
+  target, and draining them after.
 
 Both have one cpu worker. Once a second the run scrapes the deployment's `/metrics` (queue
 wait, depth and workers per queue, what the autoscaler reads too). The report in
 loadtests/reports/step-load-<timestamp>/ plots arrival rate, io queue wait, p95 latency
-and workers over time, and states per deployment the p95 latency, the p95 of the io queue
-wait samples and the worker-seconds spent.
+and workers over time, and states per deployment the p95 latency, each request's first
+io task's queue wait (read from the deployment's database) and the process- and
+worker-seconds spent.
 """
 
 from __future__ import annotations
