@@ -1,8 +1,12 @@
-"""Worker start-up and shutdown: presence heartbeats and each pool process's warm-up.
+"""The Celery signal handlers: worker start-up and shutdown (presence heartbeats, each
+pool process's warm-up) and every task's queue wait.
 
 TensorFlow is imported in each pool child right after the fork, never in the parent (it
 is not fork-safe), so the first request a worker serves is not seconds slower than the
-next; the heartbeat says how many pool processes are warm, for the readiness check.
+next; the heartbeat says how many pool processes are warm, for the readiness check, and
+how many tasks the worker runs and holds, for the autoscaler. Every message is stamped
+with its send time on publish (in any process) and its wait recorded when it starts
+(`workers.queue_wait`).
 """
 
 from __future__ import annotations
