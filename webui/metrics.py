@@ -10,7 +10,7 @@ with no multiprocess directory to manage. Gauges are read at scrape time.
 from __future__ import annotations
 
 import hmac
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 
 from django.conf import settings
 from django.http import HttpRequest, HttpResponse, JsonResponse
@@ -101,44 +101,40 @@ class StockserveCollector(Collector):
 
     @staticmethod
     def _system() -> Iterator[Metric]:
-        depth = GaugeMetricFamily(
-            "stockserve_queue_depth", "Messages waiting in a Celery queue.", labels=["queue"]
-        )
-        for queue, count in system.queue_depths().items():
-            depth.add_metric([queue], count)
-        yield depth
-        wait = GaugeMetricFamily(
+        depths, waits = system.queue_depths_and_waits()
+        yield _per_queue("stockserve_queue_depth", "Messages waiting in a Celery queue.", depths)
+        yield _per_queue(
             "stockserve_queue_wait_seconds",
             "p95 wait of a queue's tasks in the last 15 s, or its oldest message's age if larger.",
-            labels=["queue"],
+            waits,
         )
-        for queue, seconds in system.queue_waits().items():
-            wait.add_metric([queue], seconds)
-        yield wait
         workers = system.workers_online()
         yield GaugeMetricFamily(
             "stockserve_workers_online", "Workers with a fresh heartbeat.", value=len(workers)
         )
-        consumers = GaugeMetricFamily(
-            "stockserve_queue_workers", "Live workers consuming a queue.", labels=["queue"]
+        yield _per_queue(
+            "stockserve_queue_workers",
+            "Live workers consuming a queue.",
+            system.workers_per_queue(workers),
         )
-        for queue, count in system.workers_per_queue(workers).items():
-            consumers.add_metric([queue], count)
-        yield consumers
-        pools = GaugeMetricFamily(
+        yield _per_queue(
             "stockserve_queue_processes",
             "Pool processes of the live workers consuming a queue.",
-            labels=["queue"],
+            system.processes_per_queue(workers),
         )
-        for queue, count in system.processes_per_queue(workers).items():
-            pools.add_metric([queue], count)
-        yield pools
         tasks = CounterMetricFamily(
             "stockserve_worker_tasks", "Tasks finished per live worker.", labels=["worker"]
         )
         for worker in workers:
             tasks.add_metric([worker["hostname"]], worker["tasks_done"])
         yield tasks
+
+
+def _per_queue(name: str, documentation: str, values: Mapping[str, float]) -> GaugeMetricFamily:
+    gauge = GaugeMetricFamily(name, documentation, labels=["queue"])
+    for queue, value in values.items():
+        gauge.add_metric([queue], value)
+    return gauge
 
 
 REGISTRY = CollectorRegistry(auto_describe=False)

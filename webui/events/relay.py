@@ -187,10 +187,9 @@ class Relay:
 
     async def _refresh_system(self) -> None:
         try:
-            queues, waits, workers, decisions = await asyncio.to_thread(
+            (queues, waits), workers, decisions = await asyncio.to_thread(
                 lambda: (
-                    system.queue_depths(),
-                    system.queue_waits(),
+                    system.queue_depths_and_waits(),
                     system.workers_online(),
                     system.scaling_decisions(),
                 )

@@ -1,25 +1,24 @@
-"""What the relay and `/metrics` read about the system: queue depths and live workers."""
+"""What the relay and `/metrics` read about the system: queues (depth and wait) and live workers."""
 
 from __future__ import annotations
 
 import time
 from typing import Any
 
-from kombu.transport.redis import PRIORITY_STEPS
-
-from predictions.redis_client import get_redis
 from workers import presence, queue_wait, scaling_feed
 from workers.routing import QUEUES
 
 
+def queue_depths_and_waits() -> tuple[dict[str, int], dict[str, float]]:
+    """Each pipeline queue's messages waiting (not those a worker has reserved) and its p95
+    wait in seconds (what the autoscaler steers by), from one Redis round trip."""
+    states = queue_wait.current(QUEUES)
+    depths = {queue: state.depth for queue, state in states.items()}
+    return depths, {queue: state.wait for queue, state in states.items()}
+
+
 def queue_depths() -> dict[str, int]:
-    """Messages waiting in each pipeline queue (not counting those a worker has reserved)."""
-    pipe = get_redis().pipeline(transaction=False)
-    for queue in QUEUES:
-        for key in queue_wait.priority_keys(queue):
-            pipe.llen(key)
-    lengths = iter(pipe.execute())
-    return {queue: sum(next(lengths) for _ in PRIORITY_STEPS) for queue in QUEUES}
+    return queue_depths_and_waits()[0]
 
 
 def workers_online() -> list[dict[str, Any]]:
@@ -38,11 +37,6 @@ def workers_online() -> list[dict[str, Any]]:
         }
         for w in presence.alive_workers()
     ]
-
-
-def queue_waits() -> dict[str, float]:
-    """Each queue's p95 wait now, seconds (what the autoscaler steers by)."""
-    return {queue: state.wait for queue, state in queue_wait.current(QUEUES).items()}
 
 
 def workers_per_queue(workers: list[dict[str, Any]]) -> dict[str, int]:
