@@ -43,6 +43,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import redis
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -196,8 +197,6 @@ def decisions_in(db_path: Path) -> list[dict[str, Any]]:
 def managed_pids(deployment: Deployment) -> list[int]:
     """Workers the autoscaler started (not the Supervisor's children), read before Redis
     stops, so any the autoscaler left behind can be stopped too."""
-    import redis
-
     try:
         client = redis.Redis.from_url(deployment.redis_url, socket_timeout=2)
         managed = [json.loads(raw) for raw in client.hgetall(MANAGED_KEY).values()]
