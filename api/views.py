@@ -1,4 +1,4 @@
-"""REST endpoints: thin views over predictions.submission and the request table."""
+"""REST endpoints: thin views over the gate (`workers.gate.ask`) and the request table."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ import uuid
 from typing import Any, NoReturn
 
 from django.conf import settings
-from django.db import transaction
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -34,12 +33,11 @@ from api.serializers import (
 from api.throttles import client_key
 from api.waiting import wait_slot
 from predictions import progress, rate_limits
-from predictions.admission import BUSY, in_flight_limit
 from predictions.models import PredictionRequest
 from predictions.prices.sample import SamplePriceProvider
-from predictions.submission import Admission, NotAdmitted, SymbolNotServed, submit
 from predictions.symbols import InvalidSymbol, normalize_symbol
-from workers import pipeline, routing
+from workers import gate
+from workers.gate import Client, Question
 
 INCLUDE_PARAMETER = OpenApiParameter(
     "include",
@@ -126,36 +124,27 @@ class PredictionListCreate(generics.ListAPIView):
         if not data["use_cache"] or not data["warm_start"]:
             check_fresh_run_allowed(request)
         with_history = include_history(request)
-        if data["use_cache"]:
-            body = answers.cached_answer(
-                data["symbol"], data["horizon"], include_history=with_history
-            )
-            if body is not None:
-                answers.count_hit()
-                return HttpResponse(body, content_type="application/json")
-        gate = Admission(client_key(request), in_flight_limit(routing.model_processes()))
-        try:
-            submission = submit(
-                data["symbol"],
-                data["horizon"],
-                data["strategy"],
-                request.user,
-                data["use_cache"],
-                warm_start=data["warm_start"],
-                gate=gate,
-            )
-        except SymbolNotServed as exc:
-            raise NotFoundError(str(exc)) from exc
-        except NotAdmitted as exc:
-            code = 503 if exc.decision.outcome == BUSY else 429
-            raise Refused(str(exc), code, exc.decision.retry_after) from exc
+        question = Question(
+            data["symbol"],
+            data["horizon"],
+            data["strategy"],
+            cached=data["use_cache"],
+            joinable=data["use_cache"],
+            warm_start=data["warm_start"],
+        )
+        outcome = gate.ask(question, Client(client_key(request), request.user))
+        if isinstance(outcome, gate.Answered):
+            body = answers.body_of(outcome, include_history=with_history)
+            return HttpResponse(body, content_type="application/json")
+        if isinstance(outcome, gate.Unservable):
+            raise NotFoundError(outcome.reason)
+        if isinstance(outcome, gate.Refused):
+            raise Refused(outcome.reason, 503 if outcome.busy else 429, outcome.retry_after)
         context = {"include_history": with_history, "staff": request.user.is_staff}
-        if submission.request.is_final:
-            detail = PredictionDetailSerializer(submission.request, context=context).data
+        if outcome.request.is_final:
+            detail = PredictionDetailSerializer(outcome.request, context=context).data
             return Response(detail, status=status.HTTP_200_OK)
-        if not submission.joined:
-            transaction.on_commit(lambda: pipeline.dispatch(submission.request))
-        summary = PredictionSummarySerializer(submission.request).data
+        summary = PredictionSummarySerializer(outcome.request).data
         return Response(
             summary, status=status.HTTP_202_ACCEPTED, headers={"Location": summary["links"]["self"]}
         )

@@ -1,7 +1,7 @@
 """Accepting a prediction request for the pipeline: the symbol check, joining, the row.
 
-Answers from the cache are the API's business (`api.answers`): they create
-nothing here.
+Every entry point reaches this through the gate (`workers.gate.ask`), which answers from
+the cache first (creating nothing) and dispatches what this accepts.
 """
 
 from __future__ import annotations

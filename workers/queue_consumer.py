@@ -1,11 +1,12 @@
 """The server side of the queue client: questions from a Redis Stream, answers to another.
 
 Each consumer (`manage.py serve_queue`, started by `make run`) reads the input stream in
-a consumer group, so each question goes to one consumer. A question is answered from the
-cache, or submitted as a POST would be (admission control as the client `queue`) and
-dispatched; the consumer holds its message until the prediction ends. The answer is
-written once: one Lua script sets the per-request key only if absent, appends to the
-output stream, publishes the wake-up, then acknowledges and deletes the input entry. So
+a consumer group, so each question goes to one consumer. A question goes through the gate
+every entry point shares (`workers.gate.ask`, admission control as the client `queue`):
+a cached answer is written at once; otherwise the consumer holds its message until the
+prediction ends. The answer is written once: one Lua script sets the per-request key only
+if absent, appends to the output stream, publishes the wake-up, then acknowledges and
+deletes the input entry. So
 nothing is acknowledged before its answer exists (at least once), and a duplicate
 request id, or a message answered twice after a claim, is answered once.
 
@@ -28,12 +29,11 @@ from django.conf import settings
 from stockserve_client import protocol
 from stockserve_client.protocol import Answer
 
-from predictions.admission import in_flight_limit
 from predictions.models import PredictionRequest
 from predictions.redis_client import get_redis, script
-from predictions.submission import Admission, NotAdmitted, SymbolNotServed, submit
 from predictions.symbols import InvalidSymbol, normalize_symbol
-from workers import pipeline, routing
+from workers import gate
+from workers.gate import Client, Question
 
 log = logging.getLogger(__name__)
 CLIENT = "queue"
@@ -110,35 +110,25 @@ class QueueConsumer:
         if given is not None:  # a duplicate id: acknowledged, not answered again
             self._write(entry_id, Answer.from_fields({"answer": given}))
             return
-        cached = PredictionRequest.objects.answer_for(symbol, horizon)
-        if cached is not None:
-            cached.share()
-            self._write(entry_id, _answer(request_id, cached))
-            return
-        gate = Admission(CLIENT, in_flight_limit(routing.model_processes()))
-        try:
-            submission = submit(symbol, horizon, settings.DEFAULT_STRATEGY, gate=gate)
-        except SymbolNotServed as exc:
-            self._write(
-                entry_id, Answer(request_id, protocol.INVALID, symbol, horizon, error=str(exc))
-            )
-            return
-        except NotAdmitted as exc:
+        outcome = gate.ask(Question(symbol, horizon), Client(CLIENT))
+        if isinstance(outcome, gate.Answered):
+            self._write(entry_id, _answer(request_id, outcome.prediction))
+        elif isinstance(outcome, gate.Unservable):
+            invalid = Answer(request_id, protocol.INVALID, symbol, horizon, error=outcome.reason)
+            self._write(entry_id, invalid)
+        elif isinstance(outcome, gate.Refused):
             refused = Answer(
                 request_id,
                 protocol.REFUSED,
                 symbol,
                 horizon,
-                error=str(exc),
-                retry_after=exc.decision.retry_after,
+                error=outcome.reason,
+                retry_after=outcome.retry_after,
             )
             self._write(entry_id, refused)
-            return
-        if not submission.joined:
-            pipeline.dispatch(submission.request)
-        self.held[str(submission.request.id)] = Held(
-            entry_id, request_id, str(submission.request.id)
-        )
+        else:
+            prediction_id = str(outcome.request.id)
+            self.held[prediction_id] = Held(entry_id, request_id, prediction_id)
 
     def _answer_finished(self) -> None:
         if not self.held:

@@ -25,10 +25,14 @@ from predictions.models import PredictionRequest
 from predictions.prices import PriceDataError
 from predictions.redis_client import get_redis
 from predictions.sources import price_chain
-from predictions.submission import SymbolNotServed, submit
-from workers import pipeline
+from workers import gate
+from workers.gate import Client, Question
 
 log = logging.getLogger(__name__)
+# The watchlist asks through the same gate as users, exempt from admission control: it
+# already starts nothing while any user's request is in flight, and at most
+# PRECOMPUTE_MAX_IN_FLIGHT of its own.
+WATCHLIST = Client("watchlist", admitted=False, precomputed=True)
 # Daily bars change once a day: looking for new ones every 5 minutes per symbol is plenty.
 BARS_CHECK_SECONDS = 300
 
@@ -90,13 +94,11 @@ def refresh() -> Refresh:
         if places <= 0:
             outcome.deferred = f"{settings.PRECOMPUTE_MAX_IN_FLIGHT} precomputations in flight"
             break
-        try:
-            submission = submit(symbol, horizon, settings.DEFAULT_STRATEGY, precomputed=True)
-        except SymbolNotServed as exc:
-            outcome.unavailable.append(f"{symbol}: {exc}")
+        asked = gate.ask(Question(symbol, horizon, cached=False), WATCHLIST)
+        if isinstance(asked, gate.Unservable):
+            outcome.unavailable.append(f"{symbol}: {asked.reason}")
             continue
-        if not submission.joined:  # joined: someone asked it a moment ago
-            pipeline.dispatch(submission.request)
+        if isinstance(asked, gate.Queued) and not asked.joined:  # joined: asked a moment ago
             places -= 1
         outcome.started.append(f"{symbol} h={horizon} ({reason})")
     if outcome.started or outcome.unavailable:

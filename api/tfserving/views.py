@@ -11,27 +11,23 @@ from __future__ import annotations
 
 import json
 import time
-from functools import partial
 
 from django.conf import settings
-from django.db import transaction
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, extend_schema
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from api import answers
 from api.tfserving import body as tfbody
 from api.tfserving.outputs import ENSEMBLE, ENSEMBLE_VERSION, NotServable, member, output
 from api.tfserving.status import model_versions, signature
 from api.throttles import client_key
 from api.waiting import wait_slot
 from predictions import progress
-from predictions.admission import BUSY, in_flight_limit
 from predictions.models import PredictionRequest
-from predictions.submission import Admission, NotAdmitted, SymbolNotServed, submit
-from workers import pipeline, routing
+from workers import gate
+from workers.gate import Client, Question
 
 STILL_COMPUTING_RETRY_SECONDS = 2
 FAILED_RETRY_SECONDS = 10
@@ -108,38 +104,33 @@ class Predict(TFServingView):
         strategy = settings.DEFAULT_STRATEGY
         if model != ENSEMBLE and strategy == "cascade":
             strategy = "chord"  # the cascade may skip the member asked for
-        gate = Admission(client_key(request), in_flight_limit(routing.model_processes()))
+        client = Client(client_key(request), request.user)
+
+        def has_member(prediction: PredictionRequest) -> bool:
+            return model == ENSEMBLE or member(prediction, model) is not None
+
         for question in questions:
-            cached = PredictionRequest.objects.answer_for(question.symbol, question.horizon)
-            if cached is not None and (model == ENSEMBLE or member(cached, model)):
-                found[question] = (cached, True)
-                continue
             index = call.instances.index(question)
-            try:
-                submission = submit(
-                    question.symbol, question.horizon, strategy, request.user, gate=gate
-                )
-            except SymbolNotServed as exc:
-                return tf_error(f"Instance {index}: {exc}", 400)
-            except NotAdmitted as exc:
-                status = 503 if exc.decision.outcome == BUSY else 429
+            asking = Question(question.symbol, question.horizon, strategy)
+            outcome = gate.ask(asking, client, has_member)
+            if isinstance(outcome, gate.Answered):
+                found[question] = (outcome.prediction, True)
+            elif isinstance(outcome, gate.Unservable):
+                return tf_error(f"Instance {index}: {outcome.reason}", 400)
+            elif isinstance(outcome, gate.Refused):
                 started = ", ".join(str(r.id) for r in asked.values()) or "none"
                 return tf_error(
-                    f"Instance {index}: {exc} Requests already started for this call: {started}.",
-                    status,
-                    exc.decision.retry_after,
+                    f"Instance {index}: {outcome.reason} Requests already started for this "
+                    f"call: {started}.",
+                    503 if outcome.busy else 429,
+                    outcome.retry_after,
                 )
-            if not submission.joined:
-                transaction.on_commit(partial(pipeline.dispatch, submission.request))
-            asked[question] = submission.request
+            else:
+                asked[question] = outcome.request
         if asked:
             refused = self._wait(asked, found)
             if refused is not None:
                 return refused
-        for cached, hit in found.values():
-            if hit:
-                answers.count_hit()
-                cached.share()
         try:
             outputs = [
                 output(found[i][0], model, wanted, cache_hit=found[i][1]) for i in call.instances

@@ -1,9 +1,10 @@
 """Each pair the way the API serves it, at most `in_flight` at a time.
 
-A fresh cached answer is written at once (unless `fresh`); otherwise the pair goes through
-the same submission as a POST, with admission control as the client `batch:<host>` (so a
-batch holds no more than one client's share of the service and waits its Retry-After
-when refused), and through the same workers. A pair that does not finish within
+Each pair goes through the gate every entry point shares (`workers.gate.ask`): a fresh
+cached answer is written at once (unless `fresh`); otherwise the pair is queued as a POST
+would be, with admission control as the client `batch:<host>` (so a batch holds no more
+than one client's share of the service and waits its Retry-After when refused), and
+through the same workers. A pair that does not finish within
 `timeout_s` is failed with that reason, so every request the batch made ends final.
 """
 
@@ -15,11 +16,10 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from predictions.admission import in_flight_limit
 from predictions.models import PredictionRequest, Status
-from predictions.submission import Admission, NotAdmitted, SymbolNotServed, submit
-from workers import pipeline, routing
+from workers import gate
 from workers.batch.rows import Row, rows_for
+from workers.gate import Client, Question
 
 POLL_SECONDS = 0.25
 
@@ -63,11 +63,10 @@ class BatchRunner:
         while waiting or pending:
             while waiting and len(pending) < self.in_flight and time.monotonic() >= retry_at:
                 pair = waiting[0]
-                try:
-                    request_id = self._start(pair)
-                except NotAdmitted as refused:
+                request_id = self._start(pair)
+                if isinstance(request_id, gate.Refused):
                     self.tally.refusals += 1
-                    retry_at = time.monotonic() + max(1, refused.decision.retry_after)
+                    retry_at = time.monotonic() + max(1, request_id.retry_after)
                     break
                 waiting.popleft()
                 if request_id:
@@ -77,27 +76,26 @@ class BatchRunner:
                 time.sleep(POLL_SECONDS)
         return self.tally
 
-    def _start(self, pair: tuple[str, int]) -> str | None:
-        """Write a cached answer at once (None), or submit the pair (its request id)."""
+    def _start(self, pair: tuple[str, int]) -> str | gate.Refused | None:
+        """Ask the gate: a cached answer is written at once (None); a queued pair gives its
+        request id; a refusal is handed back to wait its Retry-After."""
         symbol, horizon = pair
-        if not self.fresh:
-            answer = PredictionRequest.objects.answer_for(symbol, horizon)
-            if answer is not None:
-                answer.share()
-                self.tally.from_cache += 1
-                self._finish(answer)
-                return None
-        gate = Admission(self.client, in_flight_limit(routing.model_processes()))
-        try:
-            submission = submit(symbol, horizon, self.strategy, use_cache=not self.fresh, gate=gate)
-        except SymbolNotServed as exc:
+        question = Question(
+            symbol, horizon, self.strategy, cached=not self.fresh, joinable=not self.fresh
+        )
+        outcome = gate.ask(question, Client(self.client))
+        if isinstance(outcome, gate.Answered):
+            self.tally.from_cache += 1
+            self._finish(outcome.prediction)
+            return None
+        if isinstance(outcome, gate.Unservable):
             failed = PredictionRequest(symbol=symbol, horizon=horizon, strategy=self.strategy)
-            failed.status, failed.error = Status.FAILED, str(exc)
+            failed.status, failed.error = Status.FAILED, outcome.reason
             self._finish(failed)
             return None
-        if not submission.joined:
-            pipeline.dispatch(submission.request)
-        return str(submission.request.id)
+        if isinstance(outcome, gate.Refused):
+            return outcome
+        return str(outcome.request.id)
 
     def _collect(self, pending: dict[str, Pending]) -> None:
         final = PredictionRequest.objects.filter(

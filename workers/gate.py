@@ -1,0 +1,172 @@
+"""One way in: every question the service is asked passes through `ask`.
+
+REST, TF Serving, the stream consumer, batch and the watchlist only translate a question
+into a `Question` and a `Client`, and `ask`'s outcome into their own protocol. The gate
+itself decides, in one order for everyone:
+
+1. a cached answer (the stored answer in Redis, else the newest finished prediction in
+   the database, which is then shared): `Answered`;
+2. an identical request in flight to join: `Queued(joined=True)`;
+3. admission control (the client's share, the service's capacity): `Refused`;
+4. a new queued request, dispatched once its row is committed: `Queued`.
+
+A symbol no provider serves is `Unservable`. Whatever must happen to every answered
+question (counting hits today) happens here, once.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+
+from predictions import answer_cache, event_metrics
+from predictions.admission import BUSY, in_flight_limit
+from predictions.models import PredictionRequest
+from predictions.redis_client import get_redis
+from predictions.submission import Admission, NotAdmitted, SymbolNotServed, submit
+from workers import pipeline, routing
+
+
+def _default_strategy() -> str:
+    return str(settings.DEFAULT_STRATEGY)
+
+
+@dataclass(frozen=True)
+class Question:
+    """What is asked: a symbol (already normalized), a horizon, how to run it."""
+
+    symbol: str
+    horizon: int
+    strategy: str = field(default_factory=_default_strategy)
+    cached: bool = True  # may a cached answer answer it? (`use_cache: false` says no)
+    joinable: bool = True  # may it join, and later be joined by, an identical request?
+    warm_start: bool = True
+
+
+@dataclass(frozen=True)
+class Client:
+    """Who asks: whose share of admission control it takes, and whose request it is."""
+
+    key: str  # "user:<pk>", "anon:<address>", "queue", "batch:<host>", "watchlist"
+    user: Any = None
+    admitted: bool = True  # False: exempt from admission (the watchlist defers to users itself)
+    precomputed: bool = False  # asked ahead of time, not by a person
+
+
+@dataclass
+class Answered:
+    """A finished prediction answers the question; nothing new was created."""
+
+    prediction_id: str
+    body: bytes | None = None  # the stored rendering, when Redis had one
+    _prediction: PredictionRequest | None = None
+
+    @property
+    def prediction(self) -> PredictionRequest:
+        if self._prediction is None:
+            self._prediction = PredictionRequest.objects.get(id=self.prediction_id)
+        return self._prediction
+
+
+@dataclass(frozen=True)
+class Queued:
+    """A request that will be answered by the pipeline (its own, or the one it joined)."""
+
+    request: PredictionRequest
+    joined: bool = False
+
+
+@dataclass(frozen=True)
+class Refused:
+    """Admission control said no: the service (busy) or this client's share is full."""
+
+    reason: str
+    retry_after: int
+    busy: bool  # True: the whole service is at capacity (503); False: the client's share (429)
+
+
+@dataclass(frozen=True)
+class Unservable:
+    """No configured price provider serves the symbol; the reason names each one tried."""
+
+    reason: str
+
+
+Outcome = Answered | Queued | Refused | Unservable
+
+
+def cached_answer(
+    symbol: str,
+    horizon: int,
+    accept: Callable[[PredictionRequest], bool] | None = None,
+) -> Answered | None:
+    """The one lookup of a cached answer: the stored rendering, else the database.
+
+    `accept` lets an edge turn down an answer that lacks what it needs (a TF Serving call
+    for one member model the cascade skipped); it then loads the row.
+    """
+    if not answer_cache.enabled():
+        return None
+    body = answer_cache.lookup(symbol, horizon)
+    if body is not None:
+        answered = Answered(str(json.loads(body)["id"]), body)
+        if accept is None or accept(answered.prediction):
+            return answered
+        return None
+    prediction = PredictionRequest.objects.answer_for(symbol, horizon)
+    if prediction is None or prediction.finished_at is None:
+        return None
+    if accept is not None and not accept(prediction):
+        return None
+    prediction.share()
+    return Answered(str(prediction.id), None, prediction)
+
+
+def ask(
+    question: Question,
+    client: Client,
+    accept: Callable[[PredictionRequest], bool] | None = None,
+) -> Outcome:
+    """Answer the question from the cache, or join, admit, queue and dispatch it."""
+    if question.cached:
+        answered = cached_answer(question.symbol, question.horizon, accept)
+        if answered is not None:
+            _count_hit()
+            return answered
+    gate = (
+        Admission(client.key, in_flight_limit(routing.model_processes()))
+        if client.admitted
+        else None
+    )
+    try:
+        submission = submit(
+            question.symbol,
+            question.horizon,
+            question.strategy,
+            client.user,
+            use_cache=question.joinable,
+            warm_start=question.warm_start,
+            gate=gate,
+            precomputed=client.precomputed,
+        )
+    except SymbolNotServed as exc:
+        return Unservable(str(exc))
+    except NotAdmitted as exc:
+        decision = exc.decision
+        return Refused(str(exc), decision.retry_after, busy=decision.outcome == BUSY)
+    if not submission.joined:
+        transaction.on_commit(partial(pipeline.dispatch, submission.request))
+    return Queued(submission.request, joined=submission.joined)
+
+
+def _count_hit() -> None:
+    """Counted as the fast path counts its hits (`/metrics`, the dashboard's hit ratio)."""
+    pipe = get_redis().pipeline(transaction=False)
+    event_metrics.count_cache_hit(pipe)
+    pipe.execute()
