@@ -1,4 +1,5 @@
-"""Prediction requests and the price store.
+"""The tables: prediction requests, the price store, and the model registry's generations
+and stored runs.
 
 A request's status lives in our own table, never in Celery's result backend:
 Celery reports unknown task ids as PENDING, so it cannot tell lost from waiting.
@@ -258,11 +259,20 @@ class PredictionRequest(models.Model):
         )
         if updated:
             self.status, self.result, self.finished_at = Status.DONE, result, now
-            release_place(self.id)
+            self._after_final(Status.DONE)
+        return bool(updated)
+
+    def _after_final(self, status: str, reason: str = "") -> None:
+        """What follows a request's final state, once, by whichever process won the UPDATE:
+        its admission place is freed, a done answer supersedes the cached one, the final
+        event is published, and the requests that joined it end with it."""
+        release_place(self.id)
+        if status == Status.DONE:
             self._supersede_cached_answer()
             progress.publish_request("done", self)
-            self.settle_followers(Status.DONE)
-        return bool(updated)
+        else:
+            progress.publish_request("failed", self, error=reason[:300])
+        self.settle_followers(status, reason)
 
     def _supersede_cached_answer(self) -> None:
         """Answers from the cache are this prediction from now on, not an older one."""
@@ -278,9 +288,7 @@ class PredictionRequest(models.Model):
             status=Status.FAILED, error=reason, finished_at=timezone.now()
         )
         if updated:
-            release_place(self.id)
-            progress.publish_request("failed", self, error=reason[:300])
-            self.settle_followers(Status.FAILED, reason)
+            self._after_final(Status.FAILED, reason)
         return bool(updated)
 
     def claim_redispatch(self, epoch: str) -> bool:
