@@ -7,6 +7,7 @@ a wrong value fails loudly at start-up instead of misbehaving later.
 from __future__ import annotations
 
 import os
+from datetime import date
 from typing import TypeVar
 
 
@@ -89,3 +90,14 @@ def env_choice(name: str, default: str, choices: tuple[str, ...] | list[str]) ->
     if value not in choices:
         raise ImproperlyConfiguredEnv(f"{name} must be one of {', '.join(choices)}, got {value!r}")
     return value
+
+
+def env_date(name: str, default: str) -> date:
+    """An ISO date (2012-11-01); anything else fails with the expected form."""
+    value = os.environ.get(name, "").strip() or default
+    try:
+        return date.fromisoformat(value)
+    except ValueError as exc:
+        raise ImproperlyConfiguredEnv(
+            f"{name} must be a date like 2012-11-01, got {value!r}"
+        ) from exc

@@ -12,6 +12,7 @@ import dj_database_url
 from config.env import (
     env_bool,
     env_choice,
+    env_date,
     env_float,
     env_int,
     env_latency,
@@ -214,6 +215,21 @@ PRECOMPUTE_CHECK_SECONDS = env_int("PRECOMPUTE_CHECK_SECONDS", 20, minimum=1)
 PRECOMPUTE_MAX_IN_FLIGHT = env_int("PRECOMPUTE_MAX_IN_FLIGHT", 2, minimum=1)
 # Celery's Redis transport pops priority 0 (every user's task) before 9.
 PRECOMPUTE_PRIORITY = 9
+# --- The market clock (predictions/market_clock.py): `live` follows the wall clock and the
+# providers' new bars; `replay` serves the offline sample only up to the clock's date and
+# moves one trading day every REPLAY_SECONDS_PER_DAY (while running), so served forecasts
+# mature and are scored offline. `make run` starts a replay unless MARKET_CLOCK is set.
+MARKET_CLOCK = env_choice("MARKET_CLOCK", "live", ("live", "replay"))
+REPLAY_START = env_date("REPLAY_START", "2012-11-01")
+REPLAY_END = env_date("REPLAY_END", "2018-12-31")
+REPLAY_SECONDS_PER_DAY = env_float("REPLAY_SECONDS_PER_DAY", 10.0, minimum=0.1)
+REPLAY_AUTOSTART = env_bool("REPLAY_AUTOSTART", True)
+# How often beat looks at a replay's clock: seconds.
+CLOCK_CHECK_SECONDS = env_float("CLOCK_CHECK_SECONDS", 1.0, minimum=0.1)
+# Forecasts of record (predictions/track_record.py): each scoring run scores at most this
+# many forecasts (bounded work per new bar); records older than this many days are deleted.
+SCORE_BATCH = env_int("SCORE_BATCH", 500, minimum=1)
+FORECAST_RECORD_DAYS = env_int("FORECAST_RECORD_DAYS", 400, minimum=1)
 CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = (
     {
         "refresh-watchlist": {
@@ -225,6 +241,13 @@ CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = (
     if PRECOMPUTE_SYMBOLS and PRECOMPUTE_HORIZONS
     else {}
 )
+# A replay's day lasts seconds; a live day's new bars are looked for once a minute.
+_CLOCK_EVERY = CLOCK_CHECK_SECONDS if MARKET_CLOCK == "replay" else 60.0
+CELERY_BEAT_SCHEDULE["follow-market-clock"] = {
+    "task": "workers.market.follow_clock",
+    "schedule": _CLOCK_EVERY,
+    "options": {"queue": "scoring", "expires": max(1.0, _CLOCK_EVERY)},
+}
 # The sweeper (`manage.py sweep_predictions --every SWEEP_INTERVAL`, its own process, so no
 # queue backlog can delay it): re-dispatches requests whose pipeline vanished, fails those
 # past their deadline.

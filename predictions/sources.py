@@ -6,6 +6,7 @@ import functools
 
 from django.conf import settings
 
+from predictions import market_clock
 from predictions.mentions import MentionProvider, build_providers
 from predictions.prices import PriceChain, build_chain
 from predictions.prices.breaker import breaker_redis
@@ -22,6 +23,7 @@ def price_chain() -> PriceChain:
         breaker_open_seconds=settings.PRICE_BREAKER_SECONDS,
         cache_dir=str(settings.VAR_DIR / "yfinance"),
         latency_ms=settings.PRICE_LATENCY_MS,
+        replay_today=market_clock.today if market_clock.is_replay() else None,
     )
 
 

@@ -13,7 +13,8 @@ from predictions.forecasting.catalog import model_info
 from workers import presence
 
 IO, CPU, GPU = "io", "cpu", "gpu"
-QUEUES = (IO, CPU, GPU)
+SCORING = "scoring"  # the market clock's work: new days, scoring forecasts of record
+QUEUES = (IO, CPU, GPU, SCORING)
 REQUIRED_QUEUES = (IO, CPU)  # a default request needs both; gpu work falls back to cpu
 _cache: dict[str, tuple[float, bool]] = {}
 _processes: dict[str, tuple[float, int]] = {}

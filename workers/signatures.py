@@ -35,6 +35,8 @@ DEFAULT_QUEUES = {
     CASCADE_DECIDE: routing.CPU,
     CASCADE_FINISH: routing.CPU,
     RUN_CENTRALIZED: routing.CPU,
+    "workers.market.follow_clock": routing.SCORING,
+    "workers.market.score_forecasts": routing.SCORING,
 }
 
 

@@ -157,6 +157,16 @@ class PriceHistory:
         cols = {c: getattr(self, c)[-n:] for c in PRICE_COLUMNS}
         return PriceHistory(self.symbol, self.source, self.dates[-n:], **cols)
 
+    def through(self, day: dt.date) -> PriceHistory:
+        """The bars up to and including ``day`` (a replay's "today"); ValueError if none."""
+        n = int(np.searchsorted(self.dates, np.datetime64(day, "D"), side="right"))
+        if n < 1:
+            raise ValueError(f"{self.symbol} has no bar on or before {day}")
+        if n >= len(self):
+            return self
+        cols = {c: getattr(self, c)[:n] for c in PRICE_COLUMNS}
+        return PriceHistory(self.symbol, self.source, self.dates[:n], **cols)
+
     def with_source(self, source: str) -> PriceHistory:
         """The same bars labelled with another source, e.g. '+emulated-latency'."""
         cols = {c: getattr(self, c) for c in PRICE_COLUMNS}

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from datetime import date
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from .base import (
 )
 from .breaker import CircuitBreaker
 from .latency import LatencyEmulatedPrices
+from .replay import ReplayedPrices
 from .sample import SamplePriceProvider
 from .yahoo import YahooProvider
 
@@ -64,7 +66,9 @@ class PriceChain:
     def warm_up(self) -> None:
         """Load what the providers would otherwise load on their first request."""
         for provider in self.providers:
-            inner = provider.inner if isinstance(provider, LatencyEmulatedPrices) else provider
+            inner = provider
+            while isinstance(inner, LatencyEmulatedPrices | ReplayedPrices):
+                inner = inner.inner
             warm_up = getattr(inner, "warm_up", None)
             if warm_up is not None:
                 warm_up()
@@ -124,13 +128,16 @@ def build_chain(
     cache_dir: str | Path | None = None,
     latency_ms: tuple[float, float] | None = None,
     rng: random.Random | None = None,
+    replay_today: Callable[[], date | None] | None = None,
 ) -> PriceChain:
     """Chain from the ``PRICE_PROVIDERS`` setting, e.g. ``["yfinance", "sample"]``.
 
     ``redis_client`` shares breaker state across processes; build it with
     ``breaker_redis(url)`` so a Redis outage costs milliseconds, not retries.
     ``latency_ms=(mean, jitter)`` wraps every provider in ``LatencyEmulated``
-    for load experiments.
+    for load experiments. ``replay_today`` (a market-clock replay) serves the offline
+    sample only, each history cut at the clock's date: live providers have no past to
+    replay.
     """
     if not names:
         raise ValueError(f"PRICE_PROVIDERS is empty; valid names: {', '.join(PROVIDER_NAMES)}")
@@ -142,6 +149,8 @@ def build_chain(
         )
     if len(set(names)) != len(names):
         raise ValueError(f"PRICE_PROVIDERS lists a provider twice: {list(names)}")
+    if replay_today is not None:
+        names = ["sample"]
     providers: list[PriceProvider] = []
     for name in names:
         if name == "sample":
@@ -159,4 +168,6 @@ def build_chain(
         mean, jitter = latency_ms
         rng = rng or random.Random()
         providers = [LatencyEmulatedPrices(p, mean, jitter, rng) for p in providers]
+    if replay_today is not None:
+        providers = [ReplayedPrices(p, replay_today) for p in providers]
     return PriceChain(providers)

@@ -1,0 +1,79 @@
+"""The market clock and the track record: what the service said, and what happened."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from predictions import market_clock, track_record
+from predictions.forecasting.base import MAX_HORIZON
+from predictions.symbols import InvalidSymbol, normalize_symbol
+from workers.market import control
+
+MAX_WINDOW = 500
+
+
+def _whole_number(request: Request, name: str, default: int, low: int, high: int) -> int:
+    raw = request.query_params.get(name, str(default))
+    if not raw.isascii() or not raw.isdigit() or not low <= int(raw) <= high:
+        raise ValidationError({name: [f"{name} must be a whole number from {low} to {high}."]})
+    return int(raw)
+
+
+class TrackRecord(APIView):
+    """Matured forecasts of record against the prices that came, and rolling metrics."""
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("horizon", OpenApiTypes.INT, description=f"1-{MAX_HORIZON} (5)"),
+            OpenApiParameter(
+                "window", OpenApiTypes.INT, description=f"the last N forecasts (1-{MAX_WINDOW})"
+            ),
+        ],
+        responses={200: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT},
+        description="Every forecast the service gave for this symbol and horizon (public ones "
+        "and the caller's own), each step scored when its bar came: the realized price, "
+        "whether the band covered it; and per model and for the ensemble over the window: "
+        "mean absolute log error, the same for no change (naive), skill = 1 - error / naive "
+        "error, band coverage with n, and the mean interval score (% of the as-of close).",
+    )
+    def get(self, request: Request, symbol: str) -> Response:
+        try:
+            symbol = normalize_symbol(symbol)
+        except InvalidSymbol as exc:
+            raise ValidationError({"symbol": [str(exc)]}) from exc
+        horizon = _whole_number(request, "horizon", 5, 1, MAX_HORIZON)
+        window = _whole_number(request, "window", 60, 1, MAX_WINDOW)
+        body = track_record.track_record(symbol, horizon, window, request.user)
+        body["clock"] = market_clock.state().as_dict()
+        return Response(body)
+
+
+class Clock(APIView):
+    """The market clock every process agrees on; staff start, pause, step or set a replay."""
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    def get(self, request: Request) -> Response:
+        return Response(market_clock.state().as_dict())
+
+    @extend_schema(
+        request=OpenApiTypes.OBJECT,
+        responses={200: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT, 403: OpenApiTypes.OBJECT},
+        description='Staff only. {"action": "start" | "pause" | "step" (with "days") | '
+        '"speed" (with "seconds_per_day") | "set" (with "date")}.',
+    )
+    def post(self, request: Request) -> Response:
+        if not (request.user and request.user.is_staff):
+            raise PermissionDenied("Only staff may start, pause, step or set the market clock.")
+        data: Any = request.data if isinstance(request.data, dict) else {}
+        action = data.get("action")
+        try:
+            return Response(control(str(action), data).as_dict())
+        except ValueError as exc:
+            raise ValidationError({"action": [str(exc)]}) from exc

@@ -1,0 +1,210 @@
+"""Forecasts of record: what the service said, scored against what happened.
+
+Every prediction the pipeline finishes records its forecast once per (symbol, as-of bar,
+horizon) (`ForecastRecord.keep`, a step of the request's final state) — a cached answer is
+the same forecast, so it adds nothing. When later bars
+arrive (the market clock's new day), `score` compares each step with the price that came:
+per step and per model, the log error, and for the served (ensemble) forecast whether its
+band covered the price and its interval score. Scores are unique per (record, model,
+step), so scoring again, or a redelivered task, changes nothing.
+
+The interval score (Gneiting and Raftery, 2007) at the band's level 1 - alpha is
+`(upper - lower) + 2/alpha * (lower - y)+ + 2/alpha * (y - upper)+`; it is kept in percent
+of the as-of close, so symbols at different prices compare. Lower is better: it rewards a
+narrow band and charges every miss by how far it missed.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from dataclasses import dataclass
+from datetime import date, timedelta
+from typing import Any
+
+import numpy as np
+from django.conf import settings
+from django.db.models import F, Q
+
+from predictions.models import ForecastRecord, ForecastScore
+from predictions.prices import PriceHistory
+
+log = logging.getLogger(__name__)
+ENSEMBLE = ForecastScore.ENSEMBLE
+
+
+def interval_score(lower: float, upper: float, realized: float, alpha: float) -> float:
+    below = max(0.0, lower - realized)
+    above = max(0.0, realized - upper)
+    return (upper - lower) + 2.0 / alpha * below + 2.0 / alpha * above
+
+
+@dataclass(frozen=True)
+class Scored:
+    rows: int  # score rows written
+    full: bool  # the batch limit was reached: more records may be waiting
+
+
+def score(history: PriceHistory, limit: int | None = None) -> Scored:
+    """Score every step of this symbol's records that the history now reaches. At most
+    `limit` records per call (SCORE_BATCH): bounded work per new bar."""
+    limit = limit or settings.SCORE_BATCH
+    due = ForecastRecord.objects.filter(
+        symbol=history.symbol, as_of__lt=history.last_bar_date, scored_steps__lt=F("horizon")
+    ).order_by("as_of")[:limit]
+    seen = written = 0
+    for entry in due:
+        seen += 1
+        written += _score_one(entry, history)
+    return Scored(written, full=seen >= limit)
+
+
+def _score_one(entry: ForecastRecord, history: PriceHistory) -> int:
+    start = int(np.searchsorted(history.dates, np.datetime64(entry.as_of, "D"), side="right"))
+    reached = min(entry.horizon, len(history) - start)
+    if reached <= entry.scored_steps:
+        return 0
+    alpha = 1.0 - entry.level if entry.level else None
+    rows: list[ForecastScore] = []
+    for step in range(entry.scored_steps + 1, reached + 1):
+        bar = start + step - 1
+        realized = float(history.adj_close[bar])
+        day = history.dates[bar].item()
+        forecast = float(entry.path[step - 1])
+        ensemble = ForecastScore(
+            record=entry,
+            model=ENSEMBLE,
+            step=step,
+            date=day,
+            forecast=forecast,
+            realized=realized,
+            log_error=math.log(forecast / realized),
+        )
+        if alpha and entry.lower and entry.upper:
+            low, high = float(entry.lower[step - 1]), float(entry.upper[step - 1])
+            ensemble.covered = low <= realized <= high
+            raw = interval_score(low, high, realized, alpha)
+            ensemble.interval_score = 100.0 * raw / entry.as_of_close
+        rows.append(ensemble)
+        for model, member in entry.members.items():
+            if len(member.get("path") or []) >= step and member["path"][step - 1] > 0:
+                member_forecast = float(member["path"][step - 1])
+                rows.append(
+                    ForecastScore(
+                        record=entry,
+                        model=model,
+                        step=step,
+                        date=day,
+                        forecast=member_forecast,
+                        realized=realized,
+                        log_error=math.log(member_forecast / realized),
+                    )
+                )
+    ForecastScore.objects.bulk_create(rows, ignore_conflicts=True)
+    ForecastRecord.objects.filter(id=entry.id, scored_steps__lt=reached).update(
+        scored_steps=reached
+    )
+    return len(rows)
+
+
+def prune(today: date) -> int:
+    """Delete records (and their scores) older than FORECAST_RECORD_DAYS before `today`."""
+    cutoff = today - timedelta(days=settings.FORECAST_RECORD_DAYS)
+    deleted, _ = ForecastRecord.objects.filter(as_of__lt=cutoff).delete()
+    return deleted
+
+
+def symbols_to_score() -> list[str]:
+    """Symbols with a forecast of record not fully scored yet."""
+    pending = ForecastRecord.objects.filter(scored_steps__lt=F("horizon"))
+    return sorted(set(pending.values_list("symbol", flat=True)))
+
+
+def visible_records(symbol: str, horizon: int, user: Any) -> Any:
+    """Public forecasts (asked anonymously or by the watchlist), and the caller's own."""
+    records = ForecastRecord.objects.filter(symbol=symbol, horizon=horizon)
+    if user is not None and user.is_authenticated:
+        if user.is_staff:
+            return records
+        return records.filter(Q(public=True) | Q(owner_id=user.pk))
+    return records.filter(public=True)
+
+
+@dataclass(frozen=True)
+class Rolling:
+    """One forecaster's scores over the window: what the track record shows."""
+
+    n: int  # scored steps
+    mean_abs_log_error: float | None
+    naive_mean_abs_log_error: float | None  # no change from the as-of close
+    skill: float | None  # 1 - error / naive error: above 0 beats no-change
+    coverage: float | None  # share of steps inside the band (ensemble)
+    coverage_n: int
+    interval_score: float | None  # mean, % of the as-of close (ensemble)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {k: (round(v, 6) if isinstance(v, float) else v) for k, v in self.__dict__.items()}
+
+
+def rolling(scores: list[ForecastScore], closes: dict[int, float]) -> Rolling:
+    if not scores:
+        return Rolling(0, None, None, None, None, 0, None)
+    errors = [abs(s.log_error) for s in scores]
+    naive = [abs(math.log(closes[s.record_id] / s.realized)) for s in scores]
+    mean_error, mean_naive = sum(errors) / len(errors), sum(naive) / len(naive)
+    covered = [s.covered for s in scores if s.covered is not None]
+    interval = [s.interval_score for s in scores if s.interval_score is not None]
+    return Rolling(
+        n=len(scores),
+        mean_abs_log_error=mean_error,
+        naive_mean_abs_log_error=mean_naive,
+        skill=1.0 - mean_error / mean_naive if mean_naive > 0 else None,
+        coverage=sum(covered) / len(covered) if covered else None,
+        coverage_n=len(covered),
+        interval_score=sum(interval) / len(interval) if interval else None,
+    )
+
+
+def track_record(symbol: str, horizon: int, window: int, user: Any) -> dict[str, Any]:
+    """The last `window` forecasts of record with what happened, and rolling metrics per
+    model and for the ensemble over their scored steps."""
+    records = list(visible_records(symbol, horizon, user).order_by("-as_of")[:window])
+    scores = list(
+        ForecastScore.objects.filter(record__in=records).order_by("record_id", "model", "step")
+    )
+    closes = {r.id: r.as_of_close for r in records}
+    by_record: dict[int, dict[str, list[ForecastScore]]] = {}
+    for s in scores:
+        by_record.setdefault(s.record_id, {}).setdefault(s.model, []).append(s)
+    forecasts = []
+    for r in reversed(records):
+        ensemble = by_record.get(r.id, {}).get(ENSEMBLE, [])
+        forecasts.append(
+            {
+                "as_of": r.as_of.isoformat(),
+                "as_of_close": r.as_of_close,
+                "path": r.path,
+                "lower": r.lower,
+                "upper": r.upper,
+                "level": r.level,
+                "scored_steps": r.scored_steps,
+                "matured": r.matured,
+                "realized": [s.realized for s in ensemble],
+                "realized_dates": [s.date.isoformat() for s in ensemble],
+                "covered": [s.covered for s in ensemble],
+                "prediction_id": str(r.prediction_id) if r.prediction_id else None,
+                "weights": {m: v.get("weight") for m, v in r.members.items()},
+                "generations": {m: v.get("generation") for m, v in r.members.items()},
+            }
+        )
+    models = sorted({s.model for s in scores} - {ENSEMBLE})
+    return {
+        "symbol": symbol,
+        "horizon": horizon,
+        "window": window,
+        "forecasts": forecasts,
+        "metrics": {
+            ENSEMBLE: rolling([s for s in scores if s.model == ENSEMBLE], closes).as_dict(),
+            **{m: rolling([s for s in scores if s.model == m], closes).as_dict() for m in models},
+        },
+    }
