@@ -4,6 +4,7 @@ from webui import dashboard, health, metrics, views
 
 urlpatterns = [
     path("", views.index, name="index"),
+    path("track-record/", views.track_record, name="track-record-page"),
     path("dashboard/", dashboard.dashboard, name="dashboard"),
     path("loadtest/", dashboard.loadtest, name="loadtest"),
     path("metrics", metrics.metrics_view, name="metrics"),

@@ -88,6 +88,7 @@ function renderResult(p) {
   const r = p.result;
   $("result").hidden = false;
   $("result-title").textContent = `${r.symbol}: next ${r.horizon} trading day(s)`;
+  $("track-link").href = `/track-record/?symbol=${encodeURIComponent(r.symbol)}&horizon=${r.horizon}`;
   const c = r.combined;
   const last = r.data.last_close;
   const final = c.forecast[c.forecast.length - 1];
