@@ -33,7 +33,10 @@ def _processes(port: int, host: str) -> dict[str, list[str]]:
             access_log=env.get("WEB_ACCESS_LOG") == "1",
         ).argv(),
         "worker-io": processes.worker(
-            "io", "io", env.get("IO_CONCURRENCY", "4"), autoscale=env.get("IO_AUTOSCALE", "8,2")
+            "io",
+            "io,scoring",
+            env.get("IO_CONCURRENCY", "4"),
+            autoscale=env.get("IO_AUTOSCALE", "8,2"),
         ).argv(),
         "worker-cpu": processes.worker(
             "cpu", "cpu", env.get("CPU_CONCURRENCY", "2"), autoscale=env.get("CPU_AUTOSCALE", "")
@@ -78,6 +81,9 @@ def main() -> int:
     port = int(os.environ.get("PORT", "8000"))
     host = os.environ.get("HOST", "127.0.0.1")
     os.environ.setdefault("WS_PORT", str(port + 1))  # where the pages look for websockets
+    # A replay of the offline data by default: forecasts mature and are scored within
+    # minutes on a machine with no network (MARKET_CLOCK=live follows the wall clock).
+    os.environ.setdefault("MARKET_CLOCK", "replay")
     redis = None
     if not os.environ.get("REDIS_URL"):
         workdir = str(VAR_DIR / "redis")

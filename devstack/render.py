@@ -87,7 +87,7 @@ services:
     {after_migrate}
   worker-io:
     <<: *app
-    command: {_list(processes.worker("io", "io", 4))}
+    command: {_list(processes.worker("io", "io,scoring", 4))}
     {after_migrate}
   worker-cpu:
     <<: *app
