@@ -17,7 +17,7 @@ from django.db import DatabaseError, models
 from django.utils import timezone
 from redis.exceptions import RedisError
 
-from predictions import admission, answer_cache, market_clock, progress
+from predictions import admission, answer_cache, market_clock, market_events, progress
 
 log = logging.getLogger(__name__)
 
@@ -499,6 +499,14 @@ class ForecastRecord(models.Model):
             ForecastRecord.objects.bulk_create([entry], ignore_conflicts=True)
         except DatabaseError:  # the answer stands; only its record is missing
             log.exception("could not record the forecast of %s", prediction.id)
+            return
+        mine = ForecastRecord.objects.filter(
+            symbol=entry.symbol, horizon=entry.horizon, as_of=entry.as_of, prediction=prediction
+        )
+        if entry.public and mine.exists():  # followers see new public forecasts only
+            market_events.forecast(
+                entry.symbol, entry.horizon, entry.as_of.isoformat(), str(prediction.id)
+            )
 
 
 class ForecastScore(models.Model):

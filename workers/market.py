@@ -17,10 +17,12 @@ from datetime import date
 from typing import Any
 
 from celery import shared_task
+from django.conf import settings
 from django.utils import timezone
 
-from predictions import answer_cache, market_clock, track_record
+from predictions import answer_cache, market_clock, market_events, track_record
 from predictions.prices import PriceDataError
+from predictions.prices.sample import SAMPLE_SYMBOLS
 from predictions.redis_client import get_redis, text
 from predictions.sources import price_chain
 from workers import watchlist
@@ -55,15 +57,36 @@ def new_day_if_any() -> str | None:
 
 
 def on_new_day(day: str) -> None:
-    """Answers computed on older bars stop being served; forecasts that matured are scored;
-    the watchlist asks again for the new bar."""
+    """Answers computed on older bars stop being served; followers hear of the new bars;
+    forecasts that matured are scored; the watchlist asks again for the new bar."""
     supersede_stored_answers()
+    announce_bars(day)
     score_forecasts.apply_async(queue=SCORING)
     try:
         watchlist.refresh()
     except Exception:  # the watchlist tries again at its own beat
         log.exception("watchlist refresh on the new day %s failed", day)
     log.info("market day %s", day)
+
+
+def followed_symbols() -> list[str]:
+    """Symbols whose new bars are announced: the watchlist's, those with forecasts waiting
+    to be scored, and in a replay every offline symbol."""
+    symbols = set(settings.PRECOMPUTE_SYMBOLS) | set(track_record.symbols_to_score())
+    if market_clock.is_replay():
+        symbols |= set(SAMPLE_SYMBOLS)
+    return sorted(symbols)
+
+
+def announce_bars(day: str) -> None:
+    """A `bar` event for each followed symbol whose newest bar is the new day's."""
+    for symbol in followed_symbols():
+        try:
+            history = price_chain().fetch(symbol)
+        except PriceDataError:
+            continue
+        if history.last_bar_date.isoformat() == day:
+            market_events.bar(symbol, day, round(float(history.adj_close[-1]), 4))
 
 
 def supersede_stored_answers() -> int:
@@ -90,6 +113,8 @@ def score_forecasts() -> dict[str, Any]:
             continue
         scored = track_record.score(history)
         written[symbol] = scored.rows
+        if scored.rows:
+            market_events.scored(symbol, scored.rows)
         left = left or scored.full
     track_record.prune(market_today())
     if left:

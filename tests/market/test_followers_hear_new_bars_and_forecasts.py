@@ -1,0 +1,50 @@
+"""A program following a symbol (`stockserve_client.market.MarketFeed`) hears the replay's
+new bar and each new public forecast of record, and never a private one."""
+
+from __future__ import annotations
+
+from datetime import date
+
+import pytest
+from django.conf import settings as django_settings
+from stockserve_client.market import BAR, FORECAST, MarketFeed
+
+from predictions import market_clock
+from predictions.redis_client import get_redis
+from predictions.sources import price_chain
+from tests.market.test_forecasts_of_record_are_scored_once_when_their_days_come import finished
+from workers import market
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def replay(settings):
+    settings.MARKET_CLOCK = "replay"
+    settings.REPLAY_START = date(2013, 1, 2)
+    settings.REPLAY_AUTOSTART = False
+    settings.PRECOMPUTE_SYMBOLS = []
+    get_redis().delete(market_clock.KEY, market.SEEN_KEY)
+    price_chain.cache_clear()
+    market_clock.state()
+    yield
+    get_redis().delete(market_clock.KEY, market.SEEN_KEY)
+    price_chain.cache_clear()
+
+
+def test_a_clock_step_and_a_new_forecast_reach_a_following_program(replay, django_user_model):
+    market.new_day_if_any()  # the replay's first day, handled once
+    feed = MarketFeed(django_settings.REDIS_URL, "msft")  # from here on
+    market.control("step", {"days": 1})
+    bars = [e for e in feed.updates(block_ms=1000) if e.kind == BAR]
+    assert [(e.symbol, e.data["date"]) for e in bars] == [("MSFT", "2013-01-03")]
+    assert bars[0].data["close"] == pytest.approx(
+        float(price_chain().fetch("MSFT").adj_close[-1]), abs=1e-4
+    )
+
+    public = finished("MSFT", "2013-01-03", 27.0, [27.1, 27.2])
+    finished("MSFT", "2013-01-03", 27.0, [27.5, 27.6, 27.7], django_user_model.objects.create())
+    forecasts = [e for e in feed.updates(block_ms=1000) if e.kind == FORECAST]
+    assert [(e.data["prediction_id"], e.data["horizon"]) for e in forecasts] == [
+        (str(public.id), 2)
+    ]
