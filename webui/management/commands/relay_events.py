@@ -1,4 +1,5 @@
-"""Run the event relay: Redis pipeline events -> batched websocket messages.
+"""Run the event relay: Redis pipeline events -> batched websocket messages, and market
+events -> each symbol's websocket group.
 
     python manage.py relay_events [--tick 0.25] [--window 500]
 
@@ -15,6 +16,7 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from webui.events.market_relay import forward_market_events
 from webui.events.relay import Relay
 from webui.events.window import LiveWindow
 
@@ -56,4 +58,6 @@ class Command(BaseCommand):
         loop = asyncio.get_running_loop()
         for sig in (signal.SIGINT, signal.SIGTERM):
             loop.add_signal_handler(sig, stop.set)
-        await relay.run(stop)
+        await asyncio.gather(
+            relay.run(stop), forward_market_events(relay.layer, relay.redis_url, stop)
+        )
