@@ -247,11 +247,38 @@ async function predict(event) {
     renderStages(p.stages || [], p.status);
     renderResult(p);
     say(p.cache_hit ? "Done (from the cache)." : `Done in ${fmt(p.latency_ms, 0)} ms.`, "ok");
+    followMarket(p.result.symbol, p.result.horizon, p.id);
   } catch (err) {
     say(err.message, "bad");
   } finally {
     button.disabled = false;
   }
+}
+
+// After an answer, the page follows its symbol: a new bar says so, and a new public
+// forecast for the same horizon (the watchlist's refresh for that bar) replaces the chart.
+let market = null;
+function followMarket(symbol, horizon, shownId) {
+  if (market) market.close();
+  let shown = shownId;
+  market = window.Live.keep(`/ws/symbols/${encodeURIComponent(symbol)}/`, {
+    onMessage: async (m) => {
+      if (m.type !== "market") return;
+      const e = m.event;
+      if (e.kind === "bar" && $("clock-date")) $("clock-date").textContent = e.date;
+      if (e.kind === "bar") say(`New bar for ${e.symbol}: ${e.date} closed at ${fmt(e.close)}; waiting for a refreshed forecast…`);
+      if (e.kind !== "forecast" || e.horizon !== horizon || e.prediction_id === shown) return;
+      try {
+        const p = await getPrediction(`${api}${e.prediction_id}/`, 0);
+        shown = e.prediction_id;
+        renderStages(p.stages || [], p.status);
+        renderResult(p);
+        say(`Refreshed for the bar of ${e.as_of}.`, "ok");
+      } catch (err) {
+        say(`A refreshed forecast could not be read: ${err.message}`, "bad");
+      }
+    },
+  });
 }
 
 document.addEventListener("DOMContentLoaded", () => {

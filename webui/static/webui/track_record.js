@@ -3,7 +3,7 @@
 
 const $ = (id) => document.getElementById(id);
 const fmt = (x, digits = 3) => (x === null || x === undefined ? "–" : Number(x).toFixed(digits));
-const REFRESH_MS = 3000;
+const REFRESH_MS = 15000;
 let timer = null;
 
 function question() {
@@ -84,10 +84,24 @@ function render(body) {
   }], { margin: { t: 10, r: 10, b: 30, l: 50 }, height: 200, yaxis: { title: "mean |log error|" } }, { responsive: true });
 }
 
+// New bars, forecasts and scores arrive on the symbol's websocket; each reloads the record
+// (at most once per second). A slow poll stays as the fallback while the socket is down.
+let socket = null;
+let reloadDue = null;
+function reloadSoon() {
+  if (reloadDue) return;
+  reloadDue = setTimeout(() => { reloadDue = null; load().catch(() => {}); }, 1000);
+}
+
 function follow() {
   clearInterval(timer);
+  if (socket) socket.close();
   load().catch((e) => say(`The track record could not be read: ${e}`, "bad"));
-  timer = setInterval(() => load().catch(() => {}), REFRESH_MS);
+  socket = window.Live.keep(`/ws/symbols/${encodeURIComponent(question().symbol)}/`, {
+    onMessage: (m) => { if (m.type === "market") reloadSoon(); },
+    onState: (state) => { $("live").textContent = state; },
+  });
+  timer = setInterval(() => { if ($("live").textContent !== "live") load().catch(() => {}); }, REFRESH_MS);
 }
 
 document.addEventListener("DOMContentLoaded", () => {
