@@ -9,7 +9,7 @@ APT_INSTALL := $(SUDO) apt-get install -y -q --no-install-recommends
 
 .PHONY: help run test test-fast setup check lint format types imports generate migrations-check \
 	lint-playbooks browser test-hosts wrk token clean \
-	bench-api bench-models bench-overhead bench-events evaluate experiment soak step-load
+	bench-api bench-models bench-overhead bench-events evaluate experiment soak step-load replay
 
 help:  ## this list
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
@@ -77,6 +77,9 @@ bench-api: setup wrk  ## the serving hot path against a bare Django view and a b
 
 step-load: setup  ## low, high, low arrivals with autoscaling off and on: p95, queue wait, worker-seconds
 	$(PY) -m loadtests.step_load $(STEP_LOAD_ARGS)
+
+replay: setup  ## a year of the offline market through the real stack: forecasts of record, live coverage, bar -> forecast
+	$(PY) -m loadtests.replay $(REPLAY_ARGS)
 
 soak: setup  ## 30 minutes of mixed load; each process's memory at the start and the end (goal: < 10 % growth)
 	$(PY) -m loadtests.soak $(SOAK_ARGS)

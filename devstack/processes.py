@@ -111,3 +111,13 @@ def relay() -> Command:
 
 def migrate() -> Command:
     return _command("manage.py", "migrate", "--noinput")
+
+
+def stack() -> Command:
+    """`make run`'s launcher: the whole stack in the foreground (the replay tool starts it)."""
+    return _command("-m", "devstack")
+
+
+def api_token(username: object, staff: bool = False) -> Command:
+    """Print a user's API token, creating the user (staff, if asked) when needed."""
+    return _command("manage.py", "create_api_token", username, *(["--staff"] if staff else []))

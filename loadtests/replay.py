@@ -1,0 +1,339 @@
+"""`make replay`: a year of the offline market, fast-forwarded through the real stack.
+
+    python -m loadtests.replay [--start 2012-03-01 --days 250 --models naive,ridge,arima]
+
+It starts the whole stack as `make run` does (its own Redis and database in a temporary
+VAR_DIR) on a paused market-clock replay, follows each watched symbol's websocket, and
+steps the clock one trading day at a time through the API, as an operator would. After
+each step it waits until the watchlist's refreshed forecast for every (symbol, horizon)
+has been announced on the websocket (or a timeout), then steps again: the replay goes as
+fast as the stack answers, and every day gets its forecasts. At the end it reads the
+forecasts of record and their scores from the database and writes
+loadtests/reports/replay-<timestamp>/report.md and results.json:
+
+* forecasts recorded and scored, and whether each was scored exactly once per step and
+  model (score rows against the rows a matured forecast must have);
+* live coverage of the 80 % band per symbol and horizon, with n, beside what
+  `make evaluate` measured (the served calibration file);
+* new bar -> refreshed forecast on a subscribed page: p50 / p95 seconds;
+* work per new bar: pipelines run and their seconds.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import tempfile
+import threading
+import time
+from collections import defaultdict
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import requests
+from websockets.sync.client import connect
+from websockets.typing import Origin
+
+from devstack import processes
+from devstack.redis import EmbeddedRedis, free_port
+from loadtests.latencies import percentile
+
+ROOT = processes.ROOT
+REPORTS = ROOT / "loadtests" / "reports"
+CALIBRATION = ROOT / "predictions" / "forecasting" / "calibration.json"
+
+
+class Followers:
+    """One websocket per symbol; the arrival time of each bar and forecast event."""
+
+    def __init__(self, ws_base: str, origin: str, symbols: list[str]) -> None:
+        self.origin = origin  # the pages' origin: the websocket server checks it
+        self.bars: dict[tuple[str, str], float] = {}
+        self.forecasts: dict[tuple[str, int, str], float] = {}
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+        self.connected = threading.Barrier(len(symbols) + 1)
+        self.threads = [
+            threading.Thread(target=self._follow, args=(f"{ws_base}/ws/symbols/{s}/",), daemon=True)
+            for s in symbols
+        ]
+        for thread in self.threads:
+            thread.start()
+        self.connected.wait(timeout=30)
+
+    def _follow(self, url: str) -> None:
+        with connect(url, open_timeout=10, origin=Origin(self.origin)) as socket:
+            socket.recv(timeout=10)  # hello
+            self.connected.wait(timeout=30)
+            while not self.stop.is_set():
+                try:
+                    message = json.loads(socket.recv(timeout=0.5))
+                except TimeoutError:
+                    continue
+                now = time.monotonic()
+                event = message.get("event", {})
+                with self.lock:
+                    if event.get("kind") == "bar":
+                        self.bars[(event["symbol"], event["date"])] = now
+                    elif event.get("kind") == "forecast":
+                        key = (event["symbol"], int(event["horizon"]), event["as_of"])
+                        self.forecasts.setdefault(key, now)
+
+    def have(self, keys: list[tuple[str, int, str]]) -> bool:
+        with self.lock:
+            return all(key in self.forecasts for key in keys)
+
+    def close(self) -> None:
+        self.stop.set()
+        for thread in self.threads:
+            thread.join(timeout=5)
+
+
+def start_stack(args: argparse.Namespace, var_dir: Path, redis_url: str, port: int) -> Any:
+    env = {
+        **os.environ,
+        "VAR_DIR": str(var_dir),
+        "REDIS_URL": redis_url,
+        "PORT": str(port),
+        "MARKET_CLOCK": "replay",
+        "REPLAY_START": args.start,
+        "REPLAY_AUTOSTART": "0",
+        "PREDICTION_MODELS": args.models,
+        "PRECOMPUTE_SYMBOLS": args.symbols,
+        "PRECOMPUTE_HORIZONS": args.horizons,
+        "PRECOMPUTE_MAX_IN_FLIGHT": str(
+            len(args.symbols.split(",")) * len(args.horizons.split(","))
+        ),
+        "PRECOMPUTE_CHECK_SECONDS": "2",
+        "PRECOMPUTE_EVERY": "86400",
+        "PRICE_PROVIDERS": "sample",
+        "MENTION_PROVIDERS": "sample",
+    }
+    log = open(var_dir / "stack.log", "ab")  # noqa: SIM115 - closed when the stack ends
+    stack = subprocess.Popen(
+        processes.stack().argv(),
+        cwd=ROOT,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    base = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        if stack.poll() is not None:
+            raise RuntimeError(f"the stack exited; see {var_dir / 'stack.log'}")
+        try:
+            if requests.get(f"{base}/readyz", timeout=2).status_code == 200:
+                return stack, env
+        except requests.RequestException:
+            pass
+        time.sleep(0.5)
+    raise RuntimeError(f"the stack was not ready within 300 s; see {var_dir / 'stack.log'}")
+
+
+def staff_token(env: dict[str, str]) -> str:
+    argv = processes.api_token("replay", staff=True).argv()
+    return subprocess.run(
+        argv, cwd=ROOT, env=env, check=True, capture_output=True, text=True
+    ).stdout.strip()
+
+
+def replay(args: argparse.Namespace) -> dict[str, Any]:
+    symbols = [s.strip().upper() for s in args.symbols.split(",") if s.strip()]
+    horizons = [int(h) for h in args.horizons.split(",")]
+    var_dir = Path(tempfile.mkdtemp(prefix="replay-"))
+    redis = EmbeddedRedis().start()
+    port = free_port()
+    stack, env = start_stack(args, var_dir, redis.url, port)
+    base = f"http://127.0.0.1:{port}"
+    followers = None
+    try:
+        session = requests.Session()
+        session.headers["Authorization"] = f"Token {staff_token(env)}"
+        followers = Followers(f"ws://127.0.0.1:{port + 1}", base, symbols)
+        clock = session.get(f"{base}/api/v1/clock/", timeout=10).json()
+        started = time.monotonic()
+        missed: list[str] = []
+        for _ in range(args.days):
+            response = session.post(f"{base}/api/v1/clock/", json={"action": "step"}, timeout=60)
+            response.raise_for_status()
+            clock = response.json()
+            wanted = [(s, h, clock["date"]) for s in symbols for h in horizons]
+            deadline = time.monotonic() + args.day_timeout
+            while not followers.have(wanted) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            if not followers.have(wanted):
+                missed.append(clock["date"])
+        for _ in range(max(horizons) + 2):  # the last forecasts' steps get their bars
+            session.post(f"{base}/api/v1/clock/", json={"action": "step"}, timeout=60)
+        wall = time.monotonic() - started
+        settled = wait_for_scores(var_dir / "db.sqlite3", timeout=120)
+        return report(
+            var_dir / "db.sqlite3", followers, symbols, horizons, missed, wall, settled, args
+        )
+    finally:
+        if followers is not None:
+            followers.close()
+        os.killpg(stack.pid, signal.SIGINT)
+        try:
+            stack.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(stack.pid, signal.SIGKILL)
+        redis.stop()
+
+
+def query(db: Path, sql: str, *params: Any) -> list[tuple[Any, ...]]:
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30) as conn:
+        return conn.execute(sql, params).fetchall()
+
+
+def wait_for_scores(db: Path, timeout: float) -> bool:
+    """Until no forecast that the data can mature is left unscored (True), or the timeout."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        counts = query(db, "SELECT COUNT(*), SUM(scored_steps) FROM predictions_forecastrecord")
+        if counts == last:
+            return True
+        last = counts
+        time.sleep(3)
+    return False
+
+
+def report(
+    db: Path,
+    followers: Followers,
+    symbols: list[str],
+    horizons: list[int],
+    missed: list[str],
+    wall: float,
+    settled: bool,
+    args: argparse.Namespace,
+) -> dict[str, Any]:
+    records = query(
+        db,
+        "SELECT id, symbol, horizon, as_of, scored_steps, members FROM predictions_forecastrecord",
+    )
+    scores = query(
+        db,
+        "SELECT record_id, model, step, covered FROM predictions_forecastscore",
+    )
+    by_record: dict[int, list[tuple[str, int, Any]]] = defaultdict(list)
+    for record_id, model, step, covered in scores:
+        by_record[record_id].append((model, step, covered))
+    expected = sum(r[4] * (1 + len(json.loads(r[5]))) for r in records)
+    distinct = len({(r, m, s) for r, rows in by_record.items() for m, s, _ in rows})
+    coverage: dict[str, dict[str, Any]] = {}
+    calibration = json.loads(CALIBRATION.read_text()) if CALIBRATION.exists() else {}
+    for symbol in symbols:
+        for horizon in horizons:
+            ids = [r[0] for r in records if r[1] == symbol and r[2] == horizon]
+            covered = [
+                c for i in ids for m, _s, c in by_record[i] if m == "ensemble" and c is not None
+            ]
+            measured = (calibration.get("coverage", {}).get(str(horizon)) or {}).get("after")
+            coverage[f"{symbol} h={horizon}"] = {
+                "forecasts": len(ids),
+                "n": len(covered),
+                "coverage": sum(covered) / len(covered) if covered else None,
+                "evaluate": measured,
+            }
+    latencies = [
+        followers.forecasts[key] - followers.bars[(key[0], key[2])]
+        for key in followers.forecasts
+        if (key[0], key[2]) in followers.bars
+    ]
+    pipelines = query(
+        db,
+        "SELECT COUNT(*), SUM(json_extract(result, '$.timings.pipeline_ms')) "
+        "FROM predictions_predictionrequest WHERE precomputed = 1 AND status = 'done'",
+    )[0]
+    days = args.days
+    return {
+        "days": days,
+        "wall_seconds": round(wall, 1),
+        "days_missing_a_forecast": missed,
+        "forecasts_recorded": len(records),
+        "forecasts_matured": sum(1 for r in records if r[4] >= r[2]),
+        "score_rows": len(scores),
+        "score_rows_expected": expected,
+        "score_rows_distinct": distinct,
+        "scored_exactly_once": len(scores) == distinct == expected,
+        "scores_settled": settled,
+        "coverage": coverage,
+        "bar_to_forecast_seconds": {
+            "n": len(latencies),
+            "p50": percentile(latencies, 50),
+            "p95": percentile(latencies, 95),
+        },
+        "per_new_bar": {
+            "pipelines": (pipelines[0] or 0) / days,
+            "pipeline_seconds": (pipelines[1] or 0) / 1000 / days,
+        },
+        "models": args.models,
+    }
+
+
+def write(results: dict[str, Any]) -> Path:
+    out = REPORTS / f"replay-{datetime.now(UTC):%Y%m%dT%H%M%SZ}"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(json.dumps(results, indent=1))
+    lines = [
+        "# Replay: forecasts of record through the real stack",
+        "",
+        f"{results['days']} trading days, models {results['models']}, "
+        f"{results['wall_seconds']} s of wall time.",
+        "",
+        f"- forecasts recorded: {results['forecasts_recorded']}, matured: "
+        f"{results['forecasts_matured']}",
+        f"- score rows: {results['score_rows']} (expected {results['score_rows_expected']}, "
+        f"distinct {results['score_rows_distinct']}): scored exactly once = "
+        f"{results['scored_exactly_once']}",
+        f"- days whose forecasts did not all arrive in time: "
+        f"{len(results['days_missing_a_forecast'])}",
+        f"- new bar -> refreshed forecast on a subscribed page: p50 "
+        f"{_s(results['bar_to_forecast_seconds']['p50'])}, p95 "
+        f"{_s(results['bar_to_forecast_seconds']['p95'])} "
+        f"(n = {results['bar_to_forecast_seconds']['n']})",
+        f"- work per new bar: {results['per_new_bar']['pipelines']:.1f} pipelines, "
+        f"{results['per_new_bar']['pipeline_seconds']:.2f} s of pipeline time",
+        "",
+        "| question | forecasts | scored steps (n) | live coverage of the 80 % band "
+        "| make evaluate |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for name, row in results["coverage"].items():
+        live = "–" if row["coverage"] is None else f"{100 * row['coverage']:.1f} %"
+        evaluated = "–" if row["evaluate"] is None else f"{100 * row['evaluate']:.1f} %"
+        lines.append(f"| {name} | {row['forecasts']} | {row['n']} | {live} | {evaluated} |")
+    (out / "report.md").write_text("\n".join(lines) + "\n")
+    return out
+
+
+def _s(value: float | None) -> str:
+    return "–" if value is None else f"{value:.2f} s"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--start", default="2012-03-01", help="the replay's first day")
+    parser.add_argument("--days", type=int, default=250, help="trading days to replay")
+    parser.add_argument("--symbols", default="AAPL,MSFT,GOOG")
+    parser.add_argument("--horizons", default="1,5,20")
+    parser.add_argument("--models", default="naive,ridge,arima")
+    parser.add_argument("--day-timeout", type=float, default=30.0, help="seconds per day at most")
+    args = parser.parse_args()
+    results = replay(args)
+    out = write(results)
+    print((out / "report.md").read_text())
+    print(f"written to {out}")
+
+
+if __name__ == "__main__":
+    main()
