@@ -178,3 +178,17 @@ def test_only_staff_may_move_the_clock(replay, api_client, django_user_model):
     assert stepped.status_code == 200 and stepped.json()["date"] == "2013-01-04"
     bad = api_client.post("/api/v1/clock/", {"action": "step", "days": "two"}, format="json")
     assert bad.status_code == 400 and "whole number" in str(bad.json())
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_python_client_reads_the_track_record(replay, live_server):
+    from stockserve_client import BadRequest, Client
+
+    finished("GOOG", "2013-01-02", 723.25, [724.0, 725.0])
+    market.control("step", {"days": 3})
+    market.score_forecasts()
+    record = Client(live_server.url).track_record("goog", horizon=2)
+    assert [f["as_of"] for f in record["forecasts"]] == ["2013-01-02"]
+    assert record["metrics"]["ensemble"]["n"] == 2
+    with pytest.raises(BadRequest, match="window"):
+        Client(live_server.url).track_record("GOOG", horizon=2, window=0)

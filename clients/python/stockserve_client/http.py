@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from typing import Any
+from urllib.parse import quote
 
 import requests
 
@@ -57,6 +58,14 @@ class Client:
         if not answer.ok:
             raise PredictionFailed(answer.error)
         return answer
+
+    def track_record(self, symbol: str, horizon: int = 5, window: int = 60) -> dict[str, Any]:
+        """What the service said for `symbol` at `horizon` (its last `window` forecasts of
+        record, each step scored when its bar came) and the rolling metrics per model and
+        for the ensemble; the shape is the API's (`docs/market.md`)."""
+        check_question("http", symbol, horizon)
+        path = f"/api/v1/symbols/{quote(symbol.strip(), safe='')}/track-record/"
+        return self._send("GET", f"{path}?horizon={horizon}&window={window}")
 
     def _send(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
         for attempt in range(self.max_retries + 1):
