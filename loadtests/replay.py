@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import sqlite3
 import subprocess
@@ -186,6 +187,10 @@ def replay(args: argparse.Namespace) -> dict[str, Any]:
         except subprocess.TimeoutExpired:
             os.killpg(stack.pid, signal.SIGKILL)
         redis.stop()
+        if args.keep:
+            print(f"the replay's database and logs are kept in {var_dir}")
+        else:
+            shutil.rmtree(var_dir, ignore_errors=True)
 
 
 def query(db: Path, sql: str, *params: Any) -> list[tuple[Any, ...]]:
@@ -328,6 +333,7 @@ def main() -> None:
     parser.add_argument("--horizons", default="1,5,20")
     parser.add_argument("--models", default="naive,ridge,arima")
     parser.add_argument("--day-timeout", type=float, default=30.0, help="seconds per day at most")
+    parser.add_argument("--keep", action="store_true", help="keep the replay's VAR_DIR")
     args = parser.parse_args()
     results = replay(args)
     out = write(results)
