@@ -117,7 +117,7 @@ class Bench:
         parts = []
         for name in self.models:
             clock = _Clock(f"model:{name}")
-            parts.append({**stages.run_model(name, history, self.horizon), "stage": clock.finish()})
+            parts.append({**stages.model_run(name, history, self.horizon), "stage": clock.finish()})
         clock = _Clock("sentiment")
         summary = stages.sentiment(self.symbol)
         parts.append(

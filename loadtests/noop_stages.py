@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 
-def run_model(name: str, history: Any, horizon: int, **kwargs: Any) -> dict[str, Any]:
+def noop_model_run(name: str, history: Any, horizon: int, **kwargs: Any) -> dict[str, Any]:
     last = float(history.adj_close[-1])
     return {
         "model": name,
@@ -42,5 +42,5 @@ def install() -> None:
     """Swap the stage functions every strategy calls (in this process and its forks)."""
     from workers import stages
 
-    stages.run_model = run_model
+    stages.model_run = noop_model_run
     stages.sentiment = sentiment

@@ -36,7 +36,7 @@ def model_part(
 ) -> ModelPart:
     clock = StageClock(task, f"model:{name}", request_id)
     try:
-        run: dict[str, Any] = stages.run_model(
+        run: dict[str, Any] = stages.model_run(
             name, history, horizon, warm_start=warm_start, worker=task.request.hostname or ""
         )
     except SoftTimeLimitExceeded:

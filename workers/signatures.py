@@ -62,7 +62,7 @@ def fetch_prices(request: PredictionRequest) -> Signature:
     return _header(FETCH_PRICES, (str(request.id),), routing.IO, request)
 
 
-def run_model(request: PredictionRequest, model: str, price_key: str) -> Signature:
+def model_task(request: PredictionRequest, model: str, price_key: str) -> Signature:
     args = (str(request.id), model, price_key, request.horizon, request.warm_start)
     return _header(RUN_MODEL, args, routing.queue_for_model(model), request)
 

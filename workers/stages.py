@@ -29,7 +29,7 @@ def fetch_history(symbol: str) -> PriceHistory:
 RUN_TIMINGS = ("fit_seconds", "backtest_seconds", "predict_seconds")
 
 
-def run_model(
+def model_run(
     name: str, history: PriceHistory, horizon: int, *, warm_start: bool = True, worker: str = ""
 ) -> dict[str, Any]:
     """Backtest and forecast one model, reusing the newest registry generation if it fits.

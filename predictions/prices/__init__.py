@@ -13,7 +13,7 @@ from .base import (
     ProviderUnavailable,
     RateLimited,
     UnknownSymbol,
-    normalize_symbol,
+    canonical_ticker,
 )
 from .breaker import CircuitBreaker, breaker_redis
 from .chain import PROVIDER_NAMES, PriceChain, build_chain
@@ -39,5 +39,5 @@ __all__ = [
     "build_chain",
     "configure_yfinance",
     "load_sample",
-    "normalize_symbol",
+    "canonical_ticker",
 ]

@@ -21,8 +21,9 @@ PRICE_COLUMNS = ("open", "high", "low", "close", "volume", "adj_close")
 _BLOB_FORMAT = 1
 
 
-def normalize_symbol(symbol: str) -> str:
-    """Upper-case and strip a ticker, so 'aapl ' and 'AAPL' share caches and store keys."""
+def canonical_ticker(symbol: str) -> str:
+    """Upper-case and strip a ticker, so 'aapl ' and 'AAPL' share caches and store keys.
+    It does not validate: `predictions.symbols.normalize_symbol` does, at the edge."""
     return symbol.strip().upper()
 
 

@@ -21,7 +21,7 @@ from .base import (
     PriceProvider,
     ProviderUnavailable,
     UnknownSymbol,
-    normalize_symbol,
+    canonical_ticker,
 )
 from .breaker import CircuitBreaker
 from .latency import LatencyEmulatedPrices
@@ -49,7 +49,7 @@ class PriceChain:
         if any was unreachable or skipped by an open circuit the answer is
         ProviderUnavailable, since the symbol may exist and a retry may work.
         """
-        sym = normalize_symbol(symbol)
+        sym = canonical_ticker(symbol)
         misses: list[PriceDataError] = []
         for provider in self.providers:
             refusal = provider.refusal(sym)
@@ -75,7 +75,7 @@ class PriceChain:
 
     def could_serve(self, symbol: str) -> tuple[bool, str]:
         """(True, who would try) or (False, why nobody can); no network."""
-        sym = normalize_symbol(symbol)
+        sym = canonical_ticker(symbol)
         misses: list[PriceDataError] = []
         for provider in self.providers:
             refusal = provider.refusal(sym)

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from typing import Any
 
-from .base import PriceDataError, PriceHistory, PriceProvider, UnknownSymbol, normalize_symbol
+from .base import PriceDataError, PriceHistory, PriceProvider, UnknownSymbol, canonical_ticker
 
 SOURCE = "sample"
 
@@ -91,7 +91,7 @@ class SamplePriceProvider(PriceProvider):
 
     def refusal(self, symbol: str) -> PriceDataError | None:
         """UnknownSymbol for anything outside the offline set."""
-        sym = normalize_symbol(symbol)
+        sym = canonical_ticker(symbol)
         if sym in _ENTRIES:
             return None
         return UnknownSymbol(
@@ -111,7 +111,7 @@ class SamplePriceProvider(PriceProvider):
         refusal = self.refusal(symbol)
         if refusal is not None:
             raise refusal
-        return load_sample(normalize_symbol(symbol))
+        return load_sample(canonical_ticker(symbol))
 
     def symbols(self) -> list[dict[str, Any]]:
         """Describe each offline symbol for ``GET /api/v1/symbols/``."""

@@ -23,7 +23,7 @@ from .base import (
     ProviderUnavailable,
     RateLimited,
     UnknownSymbol,
-    normalize_symbol,
+    canonical_ticker,
 )
 from .breaker import CircuitBreaker, clock_time
 
@@ -100,7 +100,7 @@ class YahooProvider(PriceProvider):
 
     def refusal(self, symbol: str) -> PriceDataError | None:
         """Malformed symbol -> UnknownSymbol; open circuit -> ProviderUnavailable."""
-        sym = normalize_symbol(symbol)
+        sym = canonical_ticker(symbol)
         if not _SYMBOL.fullmatch(sym):
             return UnknownSymbol(
                 f"{sym!r} is not a well-formed Yahoo symbol, so yfinance cannot look it up.",
@@ -130,7 +130,7 @@ class YahooProvider(PriceProvider):
 
     def history(self, symbol: str) -> PriceHistory:
         """Fetch from Yahoo; opens the breaker on network failures and rate limits."""
-        sym = normalize_symbol(symbol)
+        sym = canonical_ticker(symbol)
         refusal = self.refusal(sym)
         if refusal is not None:
             raise refusal

@@ -64,7 +64,7 @@ def test_a_state_trained_in_one_process_warm_starts_another(staff_api_client, ce
 
     history = price_chain().fetch("IBM")
     for name in ("naive", "ridge", "arima"):
-        here = stages.run_model(name, history, 3)
+        here = stages.model_run(name, history, 3)
         assert here["trained"] is True and here["registry"]["generation"] == 1
 
     _, prediction = submit_and_wait(staff_api_client, symbol="IBM", horizon=3)
@@ -81,10 +81,10 @@ def test_an_unreadable_state_is_retrained_not_fatal(staff_api_client, celery_wor
     from workers import stages
 
     history = price_chain().fetch("MSFT")
-    stages.run_model("ridge", history, 2)
+    stages.model_run("ridge", history, 2)
     ModelGeneration.objects.filter(symbol="MSFT", model="ridge").update(state=b"not a state")
 
-    again = stages.run_model("ridge", history, 3)  # no stored run for horizon 3: needs the state
+    again = stages.model_run("ridge", history, 3)  # no stored run for horizon 3: needs the state
     assert again["trained"] is True
     assert again["registry"]["state_status"].startswith("invalid")
     assert again["registry"]["generation"] == 2

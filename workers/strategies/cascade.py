@@ -106,7 +106,7 @@ class CascadeStrategy(Strategy):
         self, request: PredictionRequest, price_key: str, prices_stage: StageRecord
     ) -> None:
         cheap, _ = split_models(list(settings.PREDICTION_MODELS))
-        header = [signatures.run_model(request, name, price_key) for name in cheap]
+        header = [signatures.model_task(request, name, price_key) for name in cheap]
         header.append(signatures.analyze_sentiment(request))
         body = signatures.callback(
             signatures.CASCADE_DECIDE, request, price_key=price_key, prices_stage=prices_stage
@@ -139,7 +139,7 @@ def decide(
     if not decision.escalate:
         summary = {"cascade": decision.summary()}
         return {**parts.finish(task, request, earlier, prices_stage, summary), "escalated": False}
-    header = [signatures.run_model(request, name, price_key) for name in deep]
+    header = [signatures.model_task(request, name, price_key) for name in deep]
     body = signatures.callback(
         signatures.CASCADE_FINISH,
         request,

@@ -28,7 +28,7 @@ class ChordStrategy(Strategy):
         self, request: PredictionRequest, price_key: str, prices_stage: StageRecord
     ) -> None:
         header = [
-            signatures.run_model(request, name, price_key) for name in settings.PREDICTION_MODELS
+            signatures.model_task(request, name, price_key) for name in settings.PREDICTION_MODELS
         ]
         header.append(signatures.analyze_sentiment(request))
         body = signatures.callback(signatures.COMBINE_RESULTS, request, prices_stage=prices_stage)
