@@ -26,17 +26,12 @@ import numpy as np
 from django.conf import settings
 from django.db.models import F, Q
 
+from predictions.forecasting.proper_scores import interval_score
 from predictions.models import ForecastRecord, ForecastScore
 from predictions.prices import PriceHistory
 
 log = logging.getLogger(__name__)
 ENSEMBLE = ForecastScore.ENSEMBLE
-
-
-def interval_score(lower: float, upper: float, realized: float, alpha: float) -> float:
-    below = max(0.0, lower - realized)
-    above = max(0.0, realized - upper)
-    return (upper - lower) + 2.0 / alpha * below + 2.0 / alpha * above
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,8 @@ from datetime import date
 
 import pytest
 
-from predictions import market_clock, track_record
+from predictions import market_clock
+from predictions.forecasting.proper_scores import interval_score
 from predictions.models import ForecastRecord, ForecastScore, PredictionRequest
 from predictions.redis_client import get_redis
 from predictions.sources import price_chain
@@ -122,9 +123,9 @@ def test_each_forecast_is_recorded_once_and_each_step_scored_once(replay):
 
 
 def test_the_interval_score_charges_a_miss_by_how_far_it_missed():
-    assert track_record.interval_score(98.0, 102.0, 100.0, 0.2) == pytest.approx(4.0)
-    assert track_record.interval_score(98.0, 102.0, 103.0, 0.2) == pytest.approx(4.0 + 10.0)
-    assert track_record.interval_score(98.0, 102.0, 97.0, 0.2) == pytest.approx(4.0 + 10.0)
+    assert interval_score(98.0, 102.0, 100.0, 0.2) == pytest.approx(4.0)
+    assert interval_score(98.0, 102.0, 103.0, 0.2) == pytest.approx(4.0 + 10.0)
+    assert interval_score(98.0, 102.0, 97.0, 0.2) == pytest.approx(4.0 + 10.0)
 
 
 URL = "/api/v1/symbols/{}/track-record/?horizon=3"

@@ -1,0 +1,155 @@
+"""Online (Hedge) against backtest weights, on the forecasts of record a replay made.
+
+    python -m loadtests.replay_weights DIR   # a replay's VAR_DIR (make replay --keep)
+
+Each forecast of record keeps every member's path and the backtest weights the ensemble
+used, and each step's realized price. So both weightings can be replayed on exactly the
+same forecasts: for a forecast made on day d, Hedge may use only the scores of steps
+realized on or before d (no look-ahead). The online ensemble's band is the served band
+moved with its centre (the same relative width), so the comparison is of the weights,
+not of the band. Reported per symbol and horizon and pooled: mean absolute log error,
+interval score (% of the as-of close, alpha = 0.2) and band coverage, with n.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sqlite3
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+from predictions.forecasting.online import combine_paths, hedge_weights
+from predictions.forecasting.proper_scores import interval_score
+
+
+def load(
+    db: Path,
+) -> tuple[list[dict[str, Any]], dict[int, list[tuple[str, int, str, float, float]]]]:
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+        records = [
+            {
+                "id": row[0],
+                "symbol": row[1],
+                "horizon": row[2],
+                "as_of": row[3],
+                "close": row[4],
+                "level": row[5],
+                "path": json.loads(row[6]),
+                "lower": json.loads(row[7]) if row[7] else None,
+                "upper": json.loads(row[8]) if row[8] else None,
+                "members": json.loads(row[9]),
+            }
+            for row in conn.execute(
+                "SELECT id, symbol, horizon, as_of, as_of_close, level, path, lower, upper, "
+                "members FROM predictions_forecastrecord ORDER BY as_of"
+            )
+        ]
+        scores: dict[int, list[tuple[str, int, str, float, float]]] = defaultdict(list)
+        for record_id, model, step, day, realized, log_error in conn.execute(
+            "SELECT record_id, model, step, date, realized, log_error "
+            "FROM predictions_forecastscore"
+        ):
+            scores[record_id].append((model, step, day, realized, log_error))
+    return records, scores
+
+
+def compare(db: Path) -> dict[str, Any]:
+    records, scores = load(db)
+    cells: dict[tuple[str, int], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    rules: dict[str, int] = defaultdict(int)
+    groups: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
+    for record in records:
+        groups[(record["symbol"], record["horizon"])].append(record)
+    for key, group in groups.items():
+        for record in group:
+            realized = {s[1]: s[3] for s in scores[record["id"]] if s[0] == "ensemble"}
+            if not realized or not record["lower"]:
+                continue
+            past: dict[str, list[float]] = defaultdict(list)
+            for earlier in group:
+                for model, _step, day, _real, log_error in scores[earlier["id"]]:
+                    if model != "ensemble" and day <= record["as_of"]:
+                        past[model].append(abs(log_error))
+            backtest = {m: float(v.get("weight") or 0.0) for m, v in record["members"].items()}
+            weights, rule = hedge_weights(past, backtest)
+            rules[rule] += 1
+            paths = {m: v["path"] for m, v in record["members"].items()}
+            try:
+                online = combine_paths(paths, weights)
+            except ValueError:
+                continue
+            alpha = 1.0 - (record["level"] or 0.8)
+            for step, price in realized.items():
+                k = step - 1
+                served = record["path"][k]
+                shift = online[k] / served
+                for name, centre, low, high in (
+                    ("backtest", served, record["lower"][k], record["upper"][k]),
+                    ("online", online[k], record["lower"][k] * shift, record["upper"][k] * shift),
+                ):
+                    cell = cells[key]
+                    cell[f"{name}_error"].append(abs(math.log(centre / price)))
+                    raw = interval_score(low, high, price, alpha)
+                    cell[f"{name}_interval"].append(100.0 * raw / record["close"])
+                    cell[f"{name}_covered"].append(1.0 if low <= price <= high else 0.0)
+    table = {f"{s} h={h}": summarize(cell) for (s, h), cell in sorted(cells.items())}
+    pooled: dict[str, list[float]] = defaultdict(list)
+    for cell in cells.values():
+        for name, values in cell.items():
+            pooled[name] += values
+    return {"cells": table, "pooled": summarize(pooled), "rules": dict(rules)}
+
+
+def summarize(cell: dict[str, list[float]]) -> dict[str, Any]:
+    def mean(name: str) -> float | None:
+        values = cell.get(name) or []
+        return sum(values) / len(values) if values else None
+
+    return {
+        "n": len(cell.get("backtest_error") or []),
+        **{
+            f"{weighting}_{metric}": mean(f"{weighting}_{metric}")
+            for weighting in ("backtest", "online")
+            for metric in ("error", "interval", "covered")
+        },
+    }
+
+
+def markdown(result: dict[str, Any]) -> str:
+    lines = [
+        "| question | n | error backtest / online | interval score backtest / online "
+        "| coverage backtest / online |",
+        "| --- | --- | --- | --- | --- |",
+    ]
+    for name, row in [*result["cells"].items(), ("pooled", result["pooled"])]:
+        lines.append(
+            f"| {name} | {row['n']} "
+            f"| {_f(row['backtest_error'], 4)} / {_f(row['online_error'], 4)} "
+            f"| {_f(row['backtest_interval'], 2)} / {_f(row['online_interval'], 2)} "
+            f"| {_pct(row['backtest_covered'])} / {_pct(row['online_covered'])} |"
+        )
+    return "\n".join(lines)
+
+
+def _f(value: float | None, digits: int) -> str:
+    return "–" if value is None else f"{value:.{digits}f}"
+
+
+def _pct(value: float | None) -> str:
+    return "–" if value is None else f"{100 * value:.1f} %"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("var_dir", type=Path, help="a replay's VAR_DIR (make replay --keep)")
+    args = parser.parse_args()
+    result = compare(args.var_dir / "db.sqlite3")
+    print(markdown(result))
+    print(f"\nweights by rule (forecasts): {result['rules']}")
+
+
+if __name__ == "__main__":
+    main()
