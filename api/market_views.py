@@ -11,7 +11,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from predictions import market_clock, track_record
+from predictions import market_clock, model_health, track_record
 from predictions.forecasting.base import MAX_HORIZON
 from predictions.symbols import InvalidSymbol, normalize_symbol
 from workers.market import control
@@ -41,7 +41,8 @@ class TrackRecord(APIView):
         "and the caller's own), each step scored when its bar came: the realized price, "
         "whether the band covered it; and per model and for the ensemble over the window: "
         "mean absolute log error, the same for no change (naive), skill = 1 - error / naive "
-        "error, band coverage with n, and the mean interval score (% of the as-of close).",
+        "error, band coverage with n, and the mean interval score (% of the as-of close); "
+        "`health`: each model's health (a demoted model gets no weight, with the reason).",
     )
     def get(self, request: Request, symbol: str) -> Response:
         try:
@@ -52,6 +53,7 @@ class TrackRecord(APIView):
         window = _whole_number(request, "window", 60, 1, MAX_WINDOW)
         body = track_record.track_record(symbol, horizon, window, request.user)
         body["clock"] = market_clock.state().as_dict()
+        body["health"] = model_health.summary(symbol)
         return Response(body)
 
 
@@ -77,3 +79,11 @@ class Clock(APIView):
             return Response(control(str(action), data).as_dict())
         except ValueError as exc:
             raise ValidationError({"action": [str(exc)]}) from exc
+
+
+class ModelHealthList(APIView):
+    """Every model's health per symbol: demoted models get no weight, with the reason."""
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    def get(self, request: Request) -> Response:
+        return Response({"models": model_health.everything()})

@@ -12,6 +12,7 @@ urlpatterns = [
         name="track-record",
     ),
     path("clock/", market_views.Clock.as_view(), name="market-clock"),
+    path("model-health/", market_views.ModelHealthList.as_view(), name="model-health"),
     path("models/", registry_views.ModelList.as_view(), name="model-list"),
     path("models/<str:symbol>/", registry_views.ModelDetail.as_view(), name="model-detail"),
 ]

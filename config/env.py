@@ -101,3 +101,17 @@ def env_date(name: str, default: str) -> date:
         raise ImproperlyConfiguredEnv(
             f"{name} must be a date like 2012-11-01, got {value!r}"
         ) from exc
+
+
+def env_fault(name: str) -> tuple[str, float, date] | None:
+    """`model:bias:date` (ridge:0.03:2012-09-04) -> (model, bias, date); unset -> None."""
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return None
+    try:
+        model, bias, since = value.split(":")
+        return model.strip(), float(bias), date.fromisoformat(since.strip())
+    except ValueError as exc:
+        raise ImproperlyConfiguredEnv(
+            f"{name} must look like ridge:0.03:2012-09-04, got {value!r}"
+        ) from exc

@@ -10,9 +10,11 @@ from pathlib import Path
 import dj_database_url
 
 from config.env import (
+    ImproperlyConfiguredEnv,
     env_bool,
     env_choice,
     env_date,
+    env_fault,
     env_float,
     env_int,
     env_latency,
@@ -226,6 +228,15 @@ REPLAY_SECONDS_PER_DAY = env_float("REPLAY_SECONDS_PER_DAY", 10.0, minimum=0.1)
 REPLAY_AUTOSTART = env_bool("REPLAY_AUTOSTART", True)
 # How often beat looks at a replay's clock: seconds.
 CLOCK_CHECK_SECONDS = env_float("CLOCK_CHECK_SECONDS", 1.0, minimum=0.1)
+# A fault injected on purpose (workers/faults.py), `model:bias:date` such as
+# ridge:0.03:2012-09-04: for the tests and `make replay` only, so refused outside a replay
+# and in production.
+FAULT_INJECTION = env_fault("FAULT_INJECTION")
+if FAULT_INJECTION and (MARKET_CLOCK != "replay" or DEPLOYMENT == "production"):
+    raise ImproperlyConfiguredEnv(
+        "FAULT_INJECTION tampers with forecasts: it is allowed only with MARKET_CLOCK=replay "
+        "outside production."
+    )
 # Forecasts of record (predictions/track_record.py): each scoring run scores at most this
 # many forecasts (bounded work per new bar); records older than this many days are deleted.
 SCORE_BATCH = env_int("SCORE_BATCH", 500, minimum=1)

@@ -32,6 +32,7 @@ import tempfile
 import threading
 import time
 from collections import defaultdict
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,7 @@ from websockets.typing import Origin
 
 from devstack import processes
 from devstack.redis import EmbeddedRedis, free_port
+from loadtests import replay_analysis
 from loadtests.latencies import percentile
 
 ROOT = processes.ROOT
@@ -85,6 +87,16 @@ class Followers:
                         key = (event["symbol"], int(event["horizon"]), event["as_of"])
                         self.forecasts.setdefault(key, now)
 
+    def barred(self, symbols: list[str], day: str, wait: float) -> list[str]:
+        """The symbols whose bar for `day` was announced (waiting up to `wait` s for all)."""
+        deadline = time.monotonic() + wait
+        while True:
+            with self.lock:
+                seen = [s for s in symbols if (s, day) in self.bars]
+            if len(seen) == len(symbols) or time.monotonic() >= deadline:
+                return seen
+            time.sleep(0.02)
+
     def have(self, keys: list[tuple[str, int, str]]) -> bool:
         with self.lock:
             return all(key in self.forecasts for key in keys)
@@ -113,6 +125,7 @@ def start_stack(args: argparse.Namespace, var_dir: Path, redis_url: str, port: i
         "PRECOMPUTE_CHECK_SECONDS": "2",
         "PRECOMPUTE_EVERY": "86400",
         "PRICE_PROVIDERS": "sample",
+        "FAULT_INJECTION": args.fault,
         "MENTION_PROVIDERS": "sample",
     }
     log = open(var_dir / "stack.log", "ab")  # noqa: SIM115 - closed when the stack ends
@@ -161,11 +174,18 @@ def replay(args: argparse.Namespace) -> dict[str, Any]:
         clock = session.get(f"{base}/api/v1/clock/", timeout=10).json()
         started = time.monotonic()
         missed: list[str] = []
+        holidays: list[str] = []
         for _ in range(args.days):
             response = session.post(f"{base}/api/v1/clock/", json={"action": "step"}, timeout=60)
             response.raise_for_status()
             clock = response.json()
-            wanted = [(s, h, clock["date"]) for s in symbols for h in horizons]
+            # A weekday without a bar (an exchange holiday) brings no new forecast: wait
+            # only for the symbols whose bar for the day was announced.
+            barred = followers.barred(symbols, clock["date"], wait=2.0)
+            if not barred:
+                holidays.append(clock["date"])
+                continue
+            wanted = [(s, h, clock["date"]) for s in barred for h in horizons]
             deadline = time.monotonic() + args.day_timeout
             while not followers.have(wanted) and time.monotonic() < deadline:
                 time.sleep(0.05)
@@ -175,9 +195,8 @@ def replay(args: argparse.Namespace) -> dict[str, Any]:
             session.post(f"{base}/api/v1/clock/", json={"action": "step"}, timeout=60)
         wall = time.monotonic() - started
         settled = wait_for_scores(var_dir / "db.sqlite3", timeout=120)
-        return report(
-            var_dir / "db.sqlite3", followers, symbols, horizons, missed, wall, settled, args
-        )
+        outcome = Outcome(missed, holidays, wall, settled)
+        return report(var_dir / "db.sqlite3", followers, symbols, horizons, outcome, args)
     finally:
         if followers is not None:
             followers.close()
@@ -211,14 +230,20 @@ def wait_for_scores(db: Path, timeout: float) -> bool:
     return False
 
 
+@dataclass(frozen=True)
+class Outcome:
+    missed: list[str]  # days whose forecasts did not all arrive within --day-timeout
+    holidays: list[str]  # weekdays that brought no bar
+    wall: float
+    settled: bool
+
+
 def report(
     db: Path,
     followers: Followers,
     symbols: list[str],
     horizons: list[int],
-    missed: list[str],
-    wall: float,
-    settled: bool,
+    outcome: Outcome,
     args: argparse.Namespace,
 ) -> dict[str, Any]:
     records = query(
@@ -262,15 +287,16 @@ def report(
     days = args.days
     return {
         "days": days,
-        "wall_seconds": round(wall, 1),
-        "days_missing_a_forecast": missed,
+        "wall_seconds": round(outcome.wall, 1),
+        "days_missing_a_forecast": outcome.missed,
+        "days_without_a_bar": outcome.holidays,
         "forecasts_recorded": len(records),
         "forecasts_matured": sum(1 for r in records if r[4] >= r[2]),
         "score_rows": len(scores),
         "score_rows_expected": expected,
         "score_rows_distinct": distinct,
         "scored_exactly_once": len(scores) == distinct == expected,
-        "scores_settled": settled,
+        "scores_settled": outcome.settled,
         "coverage": coverage,
         "bar_to_forecast_seconds": {
             "n": len(latencies),
@@ -282,7 +308,21 @@ def report(
             "pipeline_seconds": (pipelines[1] or 0) / 1000 / days,
         },
         "models": args.models,
+        "weights": replay_analysis.compare_weights(db),
+        "health": replay_analysis.health_alarms(db, fault(args.fault)),
+        "demoted": query(
+            db,
+            "SELECT symbol, model, since, reason FROM predictions_modelhealth "
+            "WHERE state = 'demoted'",
+        ),
     }
+
+
+def fault(spec: str) -> tuple[str, float, str] | None:
+    if not spec:
+        return None
+    model, bias, since = spec.split(":")
+    return model, float(bias), since
 
 
 def write(results: dict[str, Any]) -> Path:
@@ -301,7 +341,8 @@ def write(results: dict[str, Any]) -> Path:
         f"distinct {results['score_rows_distinct']}): scored exactly once = "
         f"{results['scored_exactly_once']}",
         f"- days whose forecasts did not all arrive in time: "
-        f"{len(results['days_missing_a_forecast'])}",
+        f"{len(results['days_missing_a_forecast'])}; weekdays without a bar (holidays): "
+        f"{len(results['days_without_a_bar'])}",
         f"- new bar -> refreshed forecast on a subscribed page: p50 "
         f"{_s(results['bar_to_forecast_seconds']['p50'])}, p95 "
         f"{_s(results['bar_to_forecast_seconds']['p95'])} "
@@ -317,6 +358,23 @@ def write(results: dict[str, Any]) -> Path:
         live = "–" if row["coverage"] is None else f"{100 * row['coverage']:.1f} %"
         evaluated = "–" if row["evaluate"] is None else f"{100 * row['evaluate']:.1f} %"
         lines.append(f"| {name} | {row['forecasts']} | {row['n']} | {live} | {evaluated} |")
+    health = results["health"]
+    rate = health["false_alarms_per_model_year"]
+    lines += [
+        "",
+        "## Online (Hedge) against backtest weights, on the same forecasts",
+        "",
+        replay_analysis.markdown(results["weights"]),
+        "",
+        "## Model health",
+        "",
+        f"- alarms on healthy models: {health['false_alarms']} in "
+        f"{health['healthy_model_years']} model-years"
+        + ("" if rate is None else f" ({rate:.2f} per model-year)"),
+        f"- injected fault: {health['fault'] or 'none'}; trading days from its first bar to "
+        f"the alarm, per symbol: {health['fault_detection_days'] or '–'}",
+        f"- demoted by the running service: {results['demoted'] or 'none'}",
+    ]
     (out / "report.md").write_text("\n".join(lines) + "\n")
     return out
 
@@ -334,6 +392,9 @@ def main() -> None:
     parser.add_argument("--models", default="naive,ridge,arima")
     parser.add_argument("--day-timeout", type=float, default=30.0, help="seconds per day at most")
     parser.add_argument("--keep", action="store_true", help="keep the replay's VAR_DIR")
+    parser.add_argument(
+        "--fault", default="", help="inject a fault, model:bias:date (e.g. ridge:0.03:2012-09-04)"
+    )
     args = parser.parse_args()
     results = replay(args)
     out = write(results)

@@ -13,7 +13,7 @@ from typing import Any, NotRequired, TypedDict
 import numpy as np
 from django.conf import settings
 
-from predictions import price_store
+from predictions import model_health, price_store
 from predictions.forecasting.combine import combine
 from predictions.models import PredictionRequest
 
@@ -65,6 +65,17 @@ def forecast_dates(last_bar: np.datetime64, horizon: int) -> list[str]:
     return [str(day) for day in days]
 
 
+def _demotion(model: str, demoted: Mapping[str, str]) -> str | None:
+    return f"demoted by model health: {demoted[model]}" if model in demoted else None
+
+
+def _without_demoted(run: Part, demoted: Mapping[str, str]) -> dict[str, Any]:
+    """What the combiner sees: a demoted model's run as one that gives no forecast."""
+    if run.get("model") in demoted and run.get("ok"):
+        return {**run, "ok": False, "error": _demotion(str(run["model"]), demoted)}
+    return dict(run)
+
+
 def assemble(
     request: PredictionRequest,
     parts: Sequence[Part],
@@ -83,8 +94,9 @@ def assemble(
         sentiment_part["sentiment"] if sentiment_part and sentiment_part["ok"] else None
     )
     last_price = float(history.adj_close[-1])
+    demoted = model_health.demoted(request.symbol)
     combined = combine(
-        [dict(run) for run in model_runs],
+        [_without_demoted(run, demoted) for run in model_runs],
         sentiment_summary,
         last_price,
         request.horizon,
@@ -98,7 +110,8 @@ def assemble(
             {
                 **{k: v for k, v in run.items() if k not in ("stage", "residuals", "backtest")},
                 "weight": members.get(run["model"], {}).get("weight", 0.0),
-                "excluded": members.get(run["model"], {}).get("excluded"),
+                "excluded": _demotion(run["model"], demoted)
+                or members.get(run["model"], {}).get("excluded"),
                 "worker": stage.get("worker"),
                 "queue": stage.get("queue"),
             }

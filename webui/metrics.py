@@ -25,6 +25,7 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 
 from predictions import event_metrics
+from predictions.models import ModelHealth
 from predictions.redis_client import get_redis
 from webui.events import system
 
@@ -128,6 +129,16 @@ class StockserveCollector(Collector):
         for worker in workers:
             tasks.add_metric([worker["hostname"]], worker["tasks_done"])
         yield tasks
+        demoted = GaugeMetricFamily(
+            "stockserve_model_demoted",
+            "1 while model health has demoted a model for a symbol (it gets no weight).",
+            labels=["symbol", "model"],
+        )
+        for symbol, model in ModelHealth.objects.values_list("symbol", "model").filter(
+            state=ModelHealth.DEMOTED
+        ):
+            demoted.add_metric([symbol, model], 1)
+        yield demoted
 
 
 def _per_queue(name: str, documentation: str, values: Mapping[str, float]) -> GaugeMetricFamily:

@@ -20,17 +20,18 @@ from celery import shared_task
 from django.conf import settings
 from django.utils import timezone
 
-from predictions import answer_cache, market_clock, market_events, track_record
+from predictions import answer_cache, market_clock, market_events, model_health, track_record
 from predictions.prices import PriceDataError
 from predictions.prices.sample import SAMPLE_SYMBOLS
 from predictions.redis_client import get_redis, text
 from predictions.sources import price_chain
-from workers import watchlist
+from workers import gate, watchlist
 from workers.routing import SCORING
 
 log = logging.getLogger(__name__)
 SEEN_KEY = "stockserve:clock:seen"
 FOLLOW_CLOCK = "workers.market.follow_clock"
+HEALTH = gate.Client("health", admitted=False, precomputed=True)
 SCORE_FORECASTS = "workers.market.score_forecasts"
 
 
@@ -115,11 +116,27 @@ def score_forecasts() -> dict[str, Any]:
         written[symbol] = scored.rows
         if scored.rows:
             market_events.scored(symbol, scored.rows)
+            for model in model_health.evaluate(symbol):
+                retrain(symbol, model)
         left = left or scored.full
     track_record.prune(market_today())
     if left:
         score_forecasts.apply_async(queue=SCORING)
     return {"written": written, "more": left}
+
+
+def retrain(symbol: str, demoted: str) -> None:
+    """A demoted model's symbol is trained afresh (every model: a fresh run does not warm
+    start), through the gate like any question, exempt from admission."""
+    question = gate.Question(
+        symbol,
+        min(settings.PRECOMPUTE_HORIZONS or [5]),
+        cached=False,
+        joinable=False,
+        warm_start=False,
+    )
+    outcome = gate.ask(question, HEALTH)
+    market_events.publish("demoted", symbol, model=demoted, retrain=type(outcome).__name__)
 
 
 ACTIONS = ("start", "pause", "step", "speed", "set")

@@ -18,7 +18,7 @@ from predictions import results
 from predictions.models import PredictionRequest
 from predictions.prices import PriceHistory
 from predictions.results import ModelPart, Part, SentimentPart, StageRecord
-from workers import stages
+from workers import faults, stages
 from workers.stage_clock import StageClock
 
 log = logging.getLogger(__name__)
@@ -46,6 +46,7 @@ def model_part(
     except Exception as exc:  # a failed model is reported, not fatal
         log.exception("model %s failed for %s", name, request_id)
         run = {"model": name, "ok": False, "error": f"{name} failed: {exc}"}
+    run = faults.injected(name, history, run)
     run["stage"] = clock.finish("ok" if run["ok"] else "error", run.get("error"))
     return run  # type: ignore[return-value]
 

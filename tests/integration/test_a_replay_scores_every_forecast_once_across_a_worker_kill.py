@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterator
 from datetime import date
 
 import pytest
+from celery import current_app
 
 from predictions import market_clock
 from predictions.models import ForecastRecord, ForecastScore
@@ -59,12 +60,28 @@ def replay(settings) -> Iterator[None]:
     price_chain.cache_clear()
 
 
+@pytest.fixture
+def suite_worker_paused(celery_worker: str) -> Iterator[None]:
+    """The suite's worker (live clock) takes no io or cpu task meanwhile, so the replay's
+    workers run every stage on the replayed history."""
+    control = current_app.control
+    for queue in (routing.IO, routing.CPU):
+        control.cancel_consumer(queue, destination=[celery_worker], reply=True, timeout=10)
+    try:
+        yield
+    finally:
+        for queue in (routing.IO, routing.CPU):
+            control.add_consumer(queue, destination=[celery_worker], reply=True, timeout=10)
+
+
 def fully_scored(record: ForecastRecord) -> bool:
     record.refresh_from_db()
     return record.matured
 
 
-def test_every_forecast_of_record_is_scored_once_across_a_worker_kill(api_client, replay):
+def test_every_forecast_of_record_is_scored_once_across_a_worker_kill(
+    api_client, replay, suite_worker_paused
+):
     worker = start_worker_process("replay-a", QUEUES, extra_env=REPLAY_ENV)
     try:
         wait_for_worker("replay-a@", worker, timeout=120)

@@ -35,6 +35,14 @@
   async function refresh() {
     const response = await fetch("/api/v1/clock/", { headers: { Accept: "application/json" } });
     if (response.ok) show(await response.json());
+    const health = await fetch("/api/v1/model-health/", { headers: { Accept: "application/json" } });
+    if (!health.ok) return;
+    const body = $("demoted").tBodies[0];
+    body.replaceChildren();
+    for (const h of (await health.json()).models.filter((m) => m.state === "demoted")) {
+      const tr = body.insertRow();
+      for (const text of [h.symbol, h.model, h.since || "–", h.reason]) tr.insertCell().textContent = text;
+    }
   }
 
   document.addEventListener("DOMContentLoaded", () => {

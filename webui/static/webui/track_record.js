@@ -78,6 +78,14 @@ function render(body) {
       tr.insertCell().textContent = text;
     }
   }
+  const health = $("health").tBodies[0];
+  health.replaceChildren();
+  for (const h of body.health || []) {
+    const tr = health.insertRow();
+    tr.dataset.model = h.model;
+    for (const text of [h.model, h.state, h.steps, fmt(h.statistic, 2), h.reason || "–"]) tr.insertCell().textContent = text;
+    if (h.state === "demoted") tr.cells[1].className = "bad";
+  }
   Plotly.react("errors", [{
     type: "bar", x: rows.map(([n]) => n), y: rows.map(([, m]) => m.mean_abs_log_error),
     marker: { color: rows.map(([n]) => (n === "ensemble" ? "#2563eb" : "#9ca3af")) },

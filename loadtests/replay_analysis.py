@@ -1,7 +1,8 @@
-"""Online (Hedge) against backtest weights, on the forecasts of record a replay made.
+"""What a replay's forecasts of record say about online weights and model health.
 
-    python -m loadtests.replay_weights DIR   # a replay's VAR_DIR (make replay --keep)
+    python -m loadtests.replay_analysis DIR   # a replay's VAR_DIR (make replay --keep)
 
+**Online (Hedge) against backtest weights.**
 Each forecast of record keeps every member's path and the backtest weights the ensemble
 used, and each step's realized price. So both weightings can be replayed on exactly the
 same forecasts: for a forecast made on day d, Hedge may use only the scores of steps
@@ -9,6 +10,12 @@ realized on or before d (no look-ahead). The online ensemble's band is the serve
 moved with its centre (the same relative width), so the comparison is of the weights,
 not of the band. Reported per symbol and horizon and pooled: mean absolute log error,
 interval score (% of the as-of close, alpha = 0.2) and band coverage, with n.
+
+**Model health.** The sequential test (`predictions.forecasting.health`) run over each
+model's daily errors against its peers, restarted with a fresh reference after each
+alarm, so a year can show more than one: alarms per model-year on healthy models (the
+false-alarm rate), and for an injected fault the trading days from its first bar to the
+alarm.
 """
 
 from __future__ import annotations
@@ -21,6 +28,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
+from predictions.forecasting.health import REFERENCE, cusum, peer_gaps
 from predictions.forecasting.online import combine_paths, hedge_weights
 from predictions.forecasting.proper_scores import interval_score
 
@@ -56,7 +64,7 @@ def load(
     return records, scores
 
 
-def compare(db: Path) -> dict[str, Any]:
+def compare_weights(db: Path) -> dict[str, Any]:
     records, scores = load(db)
     cells: dict[tuple[str, int], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     rules: dict[str, int] = defaultdict(int)
@@ -142,13 +150,81 @@ def _pct(value: float | None) -> str:
     return "–" if value is None else f"{100 * value:.1f} %"
 
 
+def health_alarms(db: Path, fault: tuple[str, float, str] | None = None) -> dict[str, Any]:
+    """Alarms per (symbol, model), with restarts, on step 1 of each symbol's shortest
+    horizon; the false-alarm rate per model-year; the delay to a fault's first alarm."""
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
+        rows = conn.execute(
+            "SELECT r.symbol, r.horizon, s.model, s.date, s.log_error "
+            "FROM predictions_forecastscore s JOIN predictions_forecastrecord r "
+            "ON r.id = s.record_id WHERE s.step = 1 AND s.model != 'ensemble'"
+        ).fetchall()
+    shortest: dict[str, int] = {}
+    for symbol, horizon, *_ in rows:
+        shortest[symbol] = min(horizon, shortest.get(symbol, horizon))
+    errors: dict[str, dict[str, dict[str, float]]] = defaultdict(lambda: defaultdict(dict))
+    for symbol, horizon, model, day, log_error in rows:
+        if horizon == shortest[symbol]:
+            errors[symbol][model].setdefault(day, abs(log_error))
+    alarms: dict[str, list[str]] = {}
+    model_days = 0
+    false_alarms = 0
+    delays: list[int] = []
+    for symbol, by_model in errors.items():
+        for model, by_day in by_model.items():
+            days = sorted(by_day)
+            peers = [
+                [by_model[o][d] for o in by_model if o != model and d in by_model[o]] for d in days
+            ]
+            kept = [(d, by_day[d], p) for d, p in zip(days, peers, strict=True) if p]
+            found = _alarm_days(kept)
+            alarms[f"{symbol}/{model}"] = found
+            faulty = fault is not None and model == fault[0]
+            if faulty and fault is not None:
+                after = [d for d in found if d >= fault[2]]
+                if after:
+                    delays.append(sum(1 for d, *_ in kept if fault[2] <= d <= after[0]))
+                continue
+            model_days += max(0, len(kept) - REFERENCE)
+            false_alarms += len(found)
+    model_years = model_days / 252
+    return {
+        "alarms": alarms,
+        "healthy_model_years": round(model_years, 2),
+        "false_alarms": false_alarms,
+        "false_alarms_per_model_year": false_alarms / model_years if model_years else None,
+        "fault": fault,
+        "fault_detection_days": delays,
+    }
+
+
+def _alarm_days(kept: list[tuple[str, float, list[float]]]) -> list[str]:
+    """Each alarm's day; after an alarm the test starts again with a new reference."""
+    found: list[str] = []
+    start = 0
+    while start < len(kept):
+        part = kept[start:]
+        verdict = cusum(peer_gaps([e for _, e, _ in part], [p for _, _, p in part]))
+        if verdict.alarm_at is None:
+            break
+        found.append(part[verdict.alarm_at][0])
+        start += verdict.alarm_at + 1
+    return found
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("var_dir", type=Path, help="a replay's VAR_DIR (make replay --keep)")
+    parser.add_argument("--fault", default="", help="the injected fault: model:bias:date")
     args = parser.parse_args()
-    result = compare(args.var_dir / "db.sqlite3")
-    print(markdown(result))
-    print(f"\nweights by rule (forecasts): {result['rules']}")
+    db = args.var_dir / "db.sqlite3"
+    weights = compare_weights(db)
+    print(markdown(weights))
+    print(f"\nweights by rule (forecasts): {weights['rules']}")
+    fault = args.fault.split(":") if args.fault else None
+    health = health_alarms(db, (fault[0], float(fault[1]), fault[2]) if fault else None)
+    print(json.dumps({k: v for k, v in health.items() if k != "alarms"}, indent=1))
+    print({k: v for k, v in health["alarms"].items() if v})
 
 
 if __name__ == "__main__":
