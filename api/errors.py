@@ -14,6 +14,7 @@ from django.core.exceptions import RequestDataTooBig
 from django.db import InterfaceError, OperationalError
 from django.http import HttpResponse, JsonResponse
 from django.views.defaults import page_not_found, server_error
+from kombu.exceptions import OperationalError as BrokerError
 from redis.exceptions import RedisError
 from rest_framework import status
 from rest_framework.exceptions import APIException, ValidationError
@@ -21,8 +22,9 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler
 
 log = logging.getLogger(__name__)
-# Redis down or timing out, the database unreachable or locked: temporary, so 503.
-STORE_ERRORS = (RedisError, OperationalError, InterfaceError)
+# Redis down or timing out, the database unreachable or locked, the broker refusing a
+# task: temporary, so 503.
+STORE_ERRORS = (RedisError, OperationalError, InterfaceError, BrokerError)
 
 
 class PayloadTooLarge(APIException):

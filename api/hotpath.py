@@ -25,6 +25,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
+from django.core.exceptions import DisallowedHost
 from django.core.handlers.wsgi import WSGIRequest
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.middleware.clickjacking import XFrameOptionsMiddleware
@@ -76,7 +77,7 @@ def plain_question(body: Any) -> tuple[str, int] | None:
         return None
     if body.get("use_cache", True) is not True:
         return None
-    if not isinstance(body.get("warm_start", True), bool):
+    if body.get("warm_start", True) is not True:  # retraining: Django checks who may
         return None
     if body.get("strategy", STRATEGIES[0]) not in STRATEGIES:
         return None
@@ -128,7 +129,7 @@ def answer(request: HttpRequest, body: bytes) -> HttpResponse | None:
     """The stored answer (200), a rate-limit refusal (429), or None for the full path."""
     try:
         question = plain_question(json.loads(body))
-    except ValueError:
+    except (ValueError, RecursionError):  # not JSON, or nested too deep: Django explains
         return None
     client = question and counted_client(request)
     if question is None or client is None:
@@ -182,6 +183,10 @@ class CachedAnswerApp:
         return self.application(environ, start_response)
 
     def _answer(self, request: WSGIRequest, body: bytes) -> HttpResponse | None:
+        try:
+            request.get_host()  # ALLOWED_HOSTS, as Django checks it
+        except DisallowedHost:
+            return None  # Django answers 400
         if self.security.process_request(request) is not None:  # e.g. redirect to HTTPS
             return None
         try:

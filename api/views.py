@@ -16,7 +16,6 @@ from rest_framework.exceptions import (
     Throttled,
     ValidationError,
 )
-from rest_framework.parsers import JSONParser
 from rest_framework.permissions import BasePermission
 from rest_framework.request import Request
 from rest_framework.response import Response
@@ -25,6 +24,7 @@ from rest_framework.views import APIView
 
 from api import answers
 from api.errors import NotFoundError, Refused
+from api.parsers import SafeJSONParser
 from api.serializers import (
     PredictionCreateSerializer,
     PredictionDetailSerializer,
@@ -87,7 +87,7 @@ class PredictionListCreate(generics.ListAPIView):
     """List predictions (newest first, `?symbol=` filters) or submit one."""
 
     serializer_class = PredictionSummarySerializer
-    parser_classes = [JSONParser]
+    parser_classes = [SafeJSONParser]
 
     permission_classes = [ListingNeedsAnAccount]
 

@@ -54,7 +54,7 @@ def known_model(model: str, version: str | None) -> int | None:
         )
     if version is None:
         return None
-    if not version.isdigit():
+    if not (version.isascii() and version.isdigit()):
         raise ServableNotFound(f"Version {version!r} of {model}: versions are whole numbers.")
     if model == ENSEMBLE and int(version) != ENSEMBLE_VERSION:
         raise ServableNotFound(
@@ -92,10 +92,20 @@ class Predict(TFServingView):
             wanted = known_model(model, version)
         except ServableNotFound as exc:
             return tf_error(str(exc), 404)
+        if request.content_type != "application/json":
+            # A cross-site form can send text/plain without a preflight: such a body
+            # would start pipelines in a visitor's name. JSON, declared as JSON, only.
+            return tf_error(
+                f"Send the body as JSON with Content-Type: application/json "
+                f"(got {request.content_type or 'none'}).",
+                415,
+            )
         try:
             call = tfbody.parse(json.loads(request.body or b"null"))
         except json.JSONDecodeError as exc:
             return tf_error(f"The body is not JSON: {exc.msg} (line {exc.lineno}).", 400)
+        except RecursionError:
+            return tf_error("The body nests arrays or objects too deeply to be a request.", 400)
         except tfbody.BadBody as exc:
             return tf_error(str(exc), 400)
         questions = list(dict.fromkeys(call.instances))

@@ -32,10 +32,12 @@ def call(
     *,
     headers: dict[str, str] | None = None,
     remote_addr: str = "127.0.0.1",
+    raw: bytes | None = None,
 ) -> WsgiResponse:
+    """`body` is sent as JSON; `raw`, when given, as the bytes it is."""
     from config.wsgi import application
 
-    data = json.dumps(body).encode() if body is not None else b""
+    data = raw if raw is not None else json.dumps(body).encode() if body is not None else b""
     environ: dict[str, Any] = {
         "REQUEST_METHOD": method,
         "PATH_INFO": path.partition("?")[0],
