@@ -92,12 +92,13 @@ class Predict(TFServingView):
             wanted = known_model(model, version)
         except ServableNotFound as exc:
             return tf_error(str(exc), 404)
-        if request.content_type != "application/json":
-            # A cross-site form can send text/plain without a preflight: such a body
-            # would start pipelines in a visitor's name. JSON, declared as JSON, only.
+        if request.content_type != "application/json" and request.META.get("HTTP_ORIGIN"):
+            # A page's form can post text/plain or form-encoded bodies to another site
+            # without a preflight, and would start pipelines in its visitor's name. Browsers
+            # send Origin with it; `curl -d` (form-encoded, TF Serving's examples) does not.
             return tf_error(
-                f"Send the body as JSON with Content-Type: application/json "
-                f"(got {request.content_type or 'none'}).",
+                f"A browser may call predict only with a JSON body declared as "
+                f"Content-Type: application/json (got {request.content_type or 'none'}).",
                 415,
             )
         try:
