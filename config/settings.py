@@ -374,6 +374,9 @@ QUEUE_CLAIM_IDLE = env_int("QUEUE_CLAIM_IDLE", 30, minimum=1)
 QUEUE_ANSWER_TTL = env_int("QUEUE_ANSWER_TTL", 86400, minimum=60)
 QUEUE_OUTPUT_MAXLEN = env_int("QUEUE_OUTPUT_MAXLEN", 10000, minimum=100)
 QUEUE_CONCURRENCY = env_int("QUEUE_CONCURRENCY", 8, minimum=1)
+# Deliveries (or failed attempts) of one stream entry before it goes to the dead-letter
+# stream (stockserve:queue:dead) and its client is told it failed.
+QUEUE_MAX_DELIVERIES = env_int("QUEUE_MAX_DELIVERIES", 5, minimum=1)
 # Prediction requests are tiny: refuse big bodies early.
 DATA_UPLOAD_MAX_MEMORY_SIZE = env_int("MAX_BODY_BYTES", 16 * 1024, minimum=1024)
 

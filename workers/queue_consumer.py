@@ -37,6 +37,8 @@ from workers.gate import Client, Question
 
 log = logging.getLogger(__name__)
 CLIENT = "queue"
+DEAD_LETTER_STREAM = "stockserve:queue:dead"  # entries no consumer could answer, kept
+FAILURES_KEY = "stockserve:queue:failures"  # entry id -> failed attempts
 
 # KEYS: answer key, output stream, input stream. ARGV: answer JSON, request id, ttl,
 # group, input entry id, channel.
@@ -89,13 +91,53 @@ class QueueConsumer:
             )
             for _stream, new in read or []:
                 entries += new
+        redelivered = {_text(entry_id) for entry_id, _ in claimed}
         for entry_id, fields in entries:
             if fields:  # a claimed entry already deleted has no fields
-                self._take(_text(entry_id), {_text(k): _text(v) for k, v in fields.items()})
+                self._take_safely(_text(entry_id), fields, entry_id in redelivered)
         self._answer_finished()
         self._keep_held()
         if not entries and self.held:
             time.sleep(0.2)
+
+    def _take_safely(self, entry_id: str, raw: dict[Any, Any], redelivered: bool) -> None:
+        """One entry; its failure is logged and counted, never the consumer's end. An entry
+        delivered QUEUE_MAX_DELIVERIES times without an answer goes to the dead-letter
+        stream, and its client is told it failed."""
+        fields = {_text(k): _text(v) for k, v in raw.items()}
+        if redelivered and self._deliveries(entry_id) > settings.QUEUE_MAX_DELIVERIES:
+            self._dead_letter(entry_id, fields, "delivered too many times without an answer")
+            return
+        try:
+            self._take(entry_id, fields)
+        except Exception as exc:  # a bug or a store error on this entry: the next goes on
+            log.exception("queue consumer %s: entry %s failed", self.name, entry_id)
+            failures = int(self.redis.hincrby(FAILURES_KEY, entry_id, 1))
+            if failures >= settings.QUEUE_MAX_DELIVERIES:
+                self._dead_letter(entry_id, fields, f"failed {failures} times: {exc!r}"[:300])
+
+    def _deliveries(self, entry_id: str) -> int:
+        pending: Any = self.redis.xpending_range(
+            protocol.INPUT_STREAM, protocol.SERVER_GROUP, min=entry_id, max=entry_id, count=1
+        )
+        return int(pending[0]["times_delivered"]) if pending else 0
+
+    def _dead_letter(self, entry_id: str, fields: dict[str, str], reason: str) -> None:
+        """Keep the entry for an operator (DEAD_LETTER_STREAM) and answer it as failed."""
+        log.error("queue consumer %s: entry %s dead-lettered: %s", self.name, entry_id, reason)
+        kept: dict[Any, Any] = {**fields, "entry_id": entry_id, "reason": reason}
+        self.redis.xadd(
+            DEAD_LETTER_STREAM,
+            kept,
+            maxlen=settings.QUEUE_OUTPUT_MAXLEN,
+            approximate=True,
+        )
+        self.redis.hdel(FAILURES_KEY, entry_id)
+        request_id = fields.get("request_id") or entry_id
+        failed = Answer(
+            request_id, protocol.FAILED, error=f"This question could not be answered: {reason}."
+        )
+        self._write(entry_id, failed)
 
     def _take(self, entry_id: str, fields: dict[str, str]) -> None:
         request_id = fields.get("request_id", "")
@@ -183,7 +225,9 @@ def _answer(request_id: str, prediction: PredictionRequest) -> Answer:
 
 
 def _text(value: object) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
+    """Bytes as text; bytes that are not UTF-8 become U+FFFD, so the question is refused
+    as invalid instead of failing to decode."""
+    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
 
 
 def serve(name: str, stop: Callable[[], bool]) -> None:
@@ -194,4 +238,7 @@ def serve(name: str, stop: Callable[[], bool]) -> None:
             consumer.step()
         except redis.RedisError as exc:
             log.warning("queue consumer %s: Redis unreachable (%s); retrying", name, exc)
+            time.sleep(1)
+        except Exception:  # the database or the broker away, or a bug: log, wait, go on
+            log.exception("queue consumer %s: a step failed; retrying in 1 s", name)
             time.sleep(1)
