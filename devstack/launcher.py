@@ -3,13 +3,13 @@
     python -m devstack
 
 When REDIS_URL is unset a private redis-server is started on a free loopback port. It says
-it is ready when `GET /readyz` does (every worker warmed up). Ctrl-C (or any process dying)
-stops everything this started.
+it is ready when `GET /readyz` does (every worker warmed up). A process that exits is
+started again with backoff (`devstack/supervisor.py`); Ctrl-C stops everything this
+started.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
 import signal
 import subprocess
@@ -19,6 +19,7 @@ from pathlib import Path
 
 from devstack import processes
 from devstack.redis import EmbeddedRedis, password_in
+from devstack.supervisor import Supervisor
 
 ROOT = processes.ROOT
 VAR_DIR = Path(os.environ.get("VAR_DIR") or ROOT / "var")
@@ -63,19 +64,6 @@ def _ready(base: str) -> bool:
         return False
 
 
-def _stop(children: dict[str, subprocess.Popen[bytes]]) -> None:
-    for proc in children.values():
-        if proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGTERM)
-    deadline = time.monotonic() + 15
-    for proc in children.values():
-        try:
-            proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-
-
 def main() -> int:
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     port = int(os.environ.get("PORT", "8000"))
@@ -91,7 +79,7 @@ def main() -> int:
         redis.start()
         os.environ["REDIS_URL"] = redis.url
         print(f"Started a private redis-server on 127.0.0.1:{redis.port}", flush=True)
-    children: dict[str, subprocess.Popen[bytes]] = {}
+    stack = Supervisor(_processes(port, host), cwd=ROOT, say=lambda line: print(line, flush=True))
     stopping = False
 
     def request_stop(signum: int, frame: object) -> None:
@@ -102,18 +90,14 @@ def main() -> int:
     signal.signal(signal.SIGTERM, request_stop)
     try:
         subprocess.run([*processes.migrate().argv(), "-v", "0"], check=True, cwd=ROOT)
-        for name, argv in _processes(port, host).items():
-            children[name] = subprocess.Popen(argv, cwd=ROOT, start_new_session=True)
+        stack.start()
         shown = "127.0.0.1" if host in ("0.0.0.0", "") else host
         base = f"http://{shown}:{port}"
         print("stockserve is starting; workers are warming up…", flush=True)
         announced = False
         while not stopping:
-            for name, proc in children.items():
-                if proc.poll() is not None:
-                    print(f"{name} exited with code {proc.returncode}; stopping.", flush=True)
-                    stopping = True
-            if not announced and not stopping and _ready(base):
+            stack.check()  # a process that exited is started again, with backoff
+            if not announced and _ready(base):
                 announced = True
                 print(
                     f"\n  stockserve is ready: open {base}/\n"
@@ -125,7 +109,7 @@ def main() -> int:
             time.sleep(0.5)
     finally:
         print("Stopping…", flush=True)
-        _stop(children)
+        stack.stop()
         if redis is not None:
             redis.stop()
     return 0
