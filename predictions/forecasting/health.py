@@ -7,12 +7,14 @@ drifted fit, a bug in a new generation) keeps missing by more than the others.
 
 A one-sided CUSUM on the standardized `d` detects that shift: the first REFERENCE steps
 give the model's own level and scale (median and MAD, so a few wild steps do not set them),
-then `S = max(0, S + (d - level) / scale - K)` raises an alarm when `S > H`. K = 0.5 and
-H = 8 are fixed in advance, not fitted on the replays that measure them: K targets a
-shift of one scale, and H = 8 (with K = 0.5, about 2,900 steps between false alarms for
-independent normal data) leaves room for the heavy tails and autocorrelation of real
-errors. `make replay` measures the false-alarm rate on healthy models and the delay to a
-demotion for an injected bias.
+then `S = max(0, S + min(CLIP, (d - level) / scale) - K)` raises an alarm when `S > H`.
+K = 0.5 targets a shift of one scale; H = 8 leaves room for the heavy tails and the
+autocorrelation of real errors. Each day counts for at most CLIP = 3 scales, so no single
+day can demote a model, however wild: the models of this service agree so closely that
+their gaps' scale is a tenth of a percent, and the first fault replay showed one day on
+which a biased peer happened to be right demote two healthy models. With the clip it takes
+at least four bad days. `make replay` measures the false-alarm rate on healthy models and
+the delay to a demotion for an injected bias.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from dataclasses import dataclass
 REFERENCE = 40  # steps that set a model's own level and scale
 K = 0.5
 H = 8.0
+CLIP = 3.0
 MAD_TO_SIGMA = 1.4826
 
 
@@ -50,7 +53,13 @@ def peer_gaps(own: Sequence[float], peers: Sequence[Sequence[float]]) -> list[fl
     ]
 
 
-def cusum(gaps: Sequence[float], reference: int = REFERENCE, k: float = K, h: float = H) -> Verdict:
+def cusum(
+    gaps: Sequence[float],
+    reference: int = REFERENCE,
+    k: float = K,
+    h: float = H,
+    clip: float = CLIP,
+) -> Verdict:
     """Test the gaps after the first `reference` ones against their level and scale."""
     if len(gaps) <= reference:
         return Verdict(None, 0.0, None, None, len(gaps))
@@ -61,7 +70,7 @@ def cusum(gaps: Sequence[float], reference: int = REFERENCE, k: float = K, h: fl
         scale = max(1e-6, statistics.pstdev(base))
     total = 0.0
     for index in range(reference, len(gaps)):
-        total = max(0.0, total + (gaps[index] - level) / scale - k)
+        total = max(0.0, total + min(clip, (gaps[index] - level) / scale) - k)
         if total > h:
             return Verdict(index, total, level, scale, len(gaps))
     return Verdict(None, total, level, scale, len(gaps))
