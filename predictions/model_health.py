@@ -48,10 +48,11 @@ def evaluate(symbol: str) -> list[str]:
     days, errors = daily_errors(symbol)
     demoted_now = []
     watching = dict(ModelHealth.objects.filter(symbol=symbol).values_list("model", "watching_from"))
+    yardsticks = [m for m in errors if m not in demoted(symbol)]  # a demoted model is none
     for model, by_day in errors.items():
         start = watching.get(model)
         mine = [d for d in days if d in by_day and (start is None or d >= start)]
-        peers = [[errors[o][d] for o in errors if o != model and d in errors[o]] for d in mine]
+        peers = [[errors[o][d] for o in yardsticks if o != model and d in errors[o]] for d in mine]
         pairs = [
             (d, e, p) for d, e, p in zip(mine, (by_day[d] for d in mine), peers, strict=True) if p
         ]
