@@ -115,3 +115,17 @@ def env_fault(name: str) -> tuple[str, float, date] | None:
         raise ImproperlyConfiguredEnv(
             f"{name} must look like ridge:0.03:2012-09-04, got {value!r}"
         ) from exc
+
+
+# Values shipped as examples in this repository (compose, docs): never a real secret.
+EXAMPLE_SECRETS = ("change-me", "changeme", "example", "insecure", "secret-key", "django")
+
+
+def weak_secret(value: str) -> bool:
+    """Too short, too repetitive, or one of the examples the repository ships."""
+    lowered = value.lower()
+    return (
+        len(value) < 40
+        or len(set(value)) < 12
+        or any(example in lowered for example in EXAMPLE_SECRETS)
+    )

@@ -20,6 +20,7 @@ from config.env import (
     env_latency,
     env_list,
     env_str,
+    weak_secret,
 )
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -46,6 +47,13 @@ DEBUG = env_bool("DEBUG", False)
 # `production` behind an HTTPS proxy: secure cookies, HSTS and the redirect to HTTPS, so
 # `manage.py check --deploy` is clean. The proxy must send X-Forwarded-Proto.
 DEPLOYMENT = env_choice("DEPLOYMENT", "development", ("development", "production"))
+if DEPLOYMENT == "production" and weak_secret(SECRET_KEY):
+    # Anyone who knows the key forges sessions, password resets and signed values.
+    raise ImproperlyConfiguredEnv(
+        "SECRET_KEY is an example or too weak for DEPLOYMENT=production: set at least 40 "
+        "random characters (for instance python -c 'import secrets; "
+        "print(secrets.token_urlsafe(50))'), or leave it unset to have one generated."
+    )
 if DEPLOYMENT == "production":
     SECURE_SSL_REDIRECT = True
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")

@@ -50,6 +50,7 @@ def compose() -> str:
 # The stack with PostgreSQL and Redis: `docker compose up --build`, then open http://127.0.0.1:8000/
 x-app: &app
   build: .
+  restart: unless-stopped  # a process that exits is started again (migrate: "no")
   environment:
     DATABASE_URL: postgres://stockserve:stockserve@postgres:5432/stockserve
     REDIS_URL: redis://redis:6379/0
