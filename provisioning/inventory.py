@@ -21,8 +21,9 @@ from provisioning.models import ProvisioningRun, RunAction
 from workers import presence
 
 # What each group's hosts consume unless their host vars say otherwise: CPU machines take
-# the io stages too, so a cluster built from the example inventory answers a default request.
-GROUP_QUEUES = {"workers_gpu": ["cpu", "gpu"], "workers_cpu": ["io", "cpu"]}
+# the io stages (and the market clock's scoring) too, so a cluster built from the example
+# inventory answers a default request.
+GROUP_QUEUES = {"workers_gpu": ["cpu", "gpu"], "workers_cpu": ["io", "cpu", "scoring"]}
 CACHE_SECONDS = 10.0
 _cache: dict[tuple[str, ...], tuple[float, dict[str, Any], str]] = {}
 
@@ -70,7 +71,9 @@ def inventory_workers(
     for group in ("workers", *GROUP_QUEUES):
         for host in _members(group, data):
             groups = _groups_of(host, data)
-            default = next((GROUP_QUEUES[g] for g in GROUP_QUEUES if g in groups), ["io", "cpu"])
+            default = next(
+                (GROUP_QUEUES[g] for g in GROUP_QUEUES if g in groups), ["io", "cpu", "scoring"]
+            )
             own = hostvars.get(host, {})
             hosts[host] = {
                 "groups": groups,

@@ -50,7 +50,7 @@ def test_a_worker_host_of_the_inventory_is_accepted():
     assert run.status == RunStatus.QUEUED and run.host == "gpu1.example.com"
     workers, error = inventory.inventory_workers(EXAMPLE)
     assert error == ""
-    assert workers["cpu1.example.com"]["queues"] == ["io", "cpu"]  # a default cluster has io
+    assert workers["cpu1.example.com"]["queues"] == ["io", "cpu", "scoring"]  # io and scoring too
     assert workers["gpu1.example.com"]["queues"] == ["cpu", "gpu"]
 
 
@@ -111,4 +111,4 @@ def test_each_worker_group_gets_its_settings_from_the_playbooks_group_vars():
     gpu, cpu = resolved("gpu1.example.com"), resolved("cpu1.example.com")
     assert gpu["worker_queues"] == ["cpu", "gpu"] and gpu["worker_concurrency"] == 1
     assert gpu["common_tensorflow_gpu"] is True
-    assert cpu["worker_queues"] == ["io", "cpu"]
+    assert cpu["worker_queues"] == ["io", "cpu", "scoring"]
