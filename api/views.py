@@ -175,7 +175,7 @@ class PredictionDetail(APIView):
                 prediction.refresh_from_db()
                 return prediction.is_final
 
-            with wait_slot() as free:
+            with wait_slot(client_key(request)) as free:
                 if not free:
                     raise TooManyWaiting(
                         "Too many clients are waiting on this server; follow the prediction's "

@@ -139,7 +139,7 @@ class Predict(TFServingView):
             else:
                 asked[question] = outcome.request
         if asked:
-            refused = self._wait(asked, found)
+            refused = self._wait(asked, found, client.key)
             if refused is not None:
                 return refused
         try:
@@ -156,11 +156,12 @@ class Predict(TFServingView):
         self,
         asked: dict[tfbody.Instance, PredictionRequest],
         found: dict[tfbody.Instance, tuple[PredictionRequest, bool]],
+        client: str,
     ) -> Response | None:
         """Wait for the pipelines this call started or joined; an error response if any is
         not done in time or failed."""
         deadline = time.monotonic() + settings.TFSERVING_MAX_WAIT
-        with wait_slot() as free:
+        with wait_slot(client) as free:
             for request in asked.values():
                 if not free:
                     break

@@ -9,10 +9,30 @@ import pytest
 from django.db import connection
 from rest_framework.test import APIClient
 
+from api import waiting
 from predictions.models import PredictionRequest
 
 URL = "/api/v1/predictions/"
 pytestmark = pytest.mark.django_db(transaction=True)
+
+
+def until_held(slots: int, timeout: float = 10.0) -> None:
+    """Until this process holds that many ?wait slots (a thread is inside its wait)."""
+    deadline = time.monotonic() + timeout
+    while waiting.held() < slots:
+        assert time.monotonic() < deadline, f"{slots} waits never started"
+        time.sleep(0.01)
+
+
+def hold(url: str, address: str, started: threading.Event) -> threading.Thread:
+    def run() -> None:
+        started.set()
+        APIClient().get(url, REMOTE_ADDR=address)
+        connection.close()
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    return thread
 
 
 def test_a_wait_beyond_the_cap_gets_503_and_a_plain_read_still_works(settings):
@@ -29,7 +49,7 @@ def test_a_wait_beyond_the_cap_gets_503_and_a_plain_read_still_works(settings):
     holder = threading.Thread(target=hold_the_only_slot)
     holder.start()
     started.wait()
-    time.sleep(0.5)  # the holder is inside its wait by now
+    until_held(1)  # the holder is inside its wait
     refused = APIClient().get(f"{URL}{request.id}/?wait=3")
     plain = APIClient().get(f"{URL}{request.id}/")
     holder.join()
@@ -37,3 +57,19 @@ def test_a_wait_beyond_the_cap_gets_503_and_a_plain_read_still_works(settings):
     assert "websocket" in refused.json()["error"]
     assert plain.status_code == 200 and plain.json()["status"] == "queued"
     assert APIClient().get(f"{URL}{request.id}/?wait=0.1").status_code == 200  # slot free
+
+
+def test_one_client_holds_at_most_its_share_and_others_still_wait(settings):
+    settings.PREDICTION_MAX_WAITERS = 4  # a client may hold 2
+    request = PredictionRequest.queued(symbol="MSFT", horizon=5)
+    request.save()
+    url = f"{URL}{request.id}/?wait=3"
+    started = threading.Event()
+    holders = [hold(url, "10.0.0.1", started) for _ in range(2)]
+    until_held(2)
+    greedy = APIClient().get(url, REMOTE_ADDR="10.0.0.1")  # its third: refused
+    other = hold(url, "10.0.0.2", threading.Event())  # someone else: allowed
+    until_held(3)
+    for thread in [*holders, other]:
+        thread.join()
+    assert greedy.status_code == 503 and greedy["Retry-After"] == "2"
