@@ -14,6 +14,7 @@ from api.errors import NotFoundError
 from predictions.forecasting import scorecard
 from predictions.forecasting.catalog import model_info
 from predictions.models import ModelGeneration
+from predictions.results import public_worker
 from predictions.symbols import InvalidSymbol, normalize_symbol
 
 FIELDS = (
@@ -81,7 +82,10 @@ class ModelDetail(APIView):
             )
         models: dict[str, list[dict[str, Any]]] = {}
         for entry in entries:
-            models.setdefault(entry.model, []).append(_generation(entry))
+            generation = _generation(entry)
+            if not request.user.is_staff:  # where it was trained: the host is for staff
+                generation["worker"] = public_worker(generation["worker"])
+            models.setdefault(entry.model, []).append(generation)
         return Response(
             {
                 "symbol": symbol,

@@ -13,6 +13,7 @@ from rest_framework import serializers
 from predictions import progress
 from predictions.forecasting.base import DEFAULT_HORIZON, MAX_HORIZON
 from predictions.models import STRATEGIES, PredictionRequest, Strategy
+from predictions.results import public_stage
 from predictions.symbols import InvalidSymbol, normalize_symbol
 
 
@@ -153,9 +154,4 @@ class PredictionDetailSerializer(PredictionSummarySerializer):
     def _stage(self, record: dict[str, Any]) -> dict[str, Any]:
         """Where a stage ran, as much as the reader may know: staff see hosts and process
         ids; others see the worker's name only (`cpu`, not `cpu@host-3`)."""
-        if self.context.get("staff") or "worker" not in record:
-            return record
-        worker = record.get("worker")
-        public = {k: v for k, v in record.items() if k != "pid"}
-        public["worker"] = worker.split("@", 1)[0] if isinstance(worker, str) else worker
-        return public
+        return record if self.context.get("staff") else public_stage(record)

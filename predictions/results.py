@@ -35,6 +35,20 @@ class StageRecord(TypedDict):
     detail: NotRequired[str]
 
 
+def public_worker(worker: object) -> object:
+    """A worker's name without its host (`cpu`, not `cpu@host-3`): what non-staff see."""
+    return worker.split("@", 1)[0] if isinstance(worker, str) else worker
+
+
+def public_stage(record: Mapping[str, Any]) -> dict[str, Any]:
+    """A stage record as anyone may see it: the worker's name only, no process id. Staff
+    see where it ran (host and pid); nobody else learns the hosts."""
+    public = {k: v for k, v in record.items() if k != "pid"}
+    if "worker" in public:
+        public["worker"] = public_worker(public["worker"])
+    return public
+
+
 class ModelPart(TypedDict, total=False):
     """One model's run (`ModelRun.as_dict()` and its registry entry), or its failure."""
 

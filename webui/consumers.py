@@ -27,6 +27,7 @@ from django.contrib.sessions.backends.base import SessionBase
 from predictions import progress
 from predictions.models import PredictionRequest
 from predictions.redis_client import get_redis, text
+from predictions.results import public_stage
 from webui.events.groups import DASHBOARD_GROUP, SNAPSHOT_KEY, request_group
 
 FORBIDDEN = 4403
@@ -85,6 +86,8 @@ def _request_snapshot(request_id: str, user: Any) -> dict[str, Any] | None:
     if request is None or not request.visible_to(user):
         return None
     stages = (request.result or {}).get("stages") or progress.stages(request_id)
+    if not _is_staff(user):
+        stages = [public_stage(stage) for stage in stages]
     return {
         "id": request_id,
         "symbol": request.symbol,
@@ -127,13 +130,21 @@ class PredictionConsumer(GroupMember):
         if snapshot is None:
             await self.close(code=NOT_FOUND)
             return
+        self.staff = _is_staff(self.scope.get("user"))
         self.group = request_group(self.request_id)
         await self.join()
         await self.accept()
         await self.send(text_data=json.dumps({"type": "request", "request": snapshot}))
 
     async def request_update(self, message: dict[str, Any]) -> None:
-        await self.send(text_data=message["text"])
+        if self.staff:
+            await self.send(text_data=message["text"])
+            return
+        update = json.loads(message["text"])  # the relay's is for staff: hosts and pids out
+        request = update.get("request") or {}
+        if "stages" in request:
+            request["stages"] = [public_stage(stage) for stage in request["stages"]]
+        await self.send(text_data=json.dumps(update))
 
 
 class NotFoundConsumer(AsyncWebsocketConsumer):
