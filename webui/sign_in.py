@@ -12,6 +12,7 @@ from functools import wraps
 from typing import Any
 
 from django.http import HttpRequest, HttpResponse
+from redis.exceptions import RedisError
 
 from predictions.rate_limits import allows, client_ident
 
@@ -20,7 +21,17 @@ def throttled(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
     @wraps(view)
     def sign_in(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
         if request.method == "POST":
-            allowed, wait = allows("login", client_ident(request))
+            try:
+                allowed, wait = allows("login", client_ident(request))
+            except RedisError:  # attempts cannot be counted: refuse them, say so
+                response = HttpResponse(
+                    "Sign-in is unavailable for a moment (its attempt counter cannot be "
+                    "reached); try again in 5 s.",
+                    status=503,
+                    content_type="text/plain; charset=utf-8",
+                )
+                response["Retry-After"] = "5"
+                return response
             if not allowed:
                 response = HttpResponse(
                     f"Too many sign-in attempts from your address; try again in {wait} s.",
