@@ -101,12 +101,22 @@ def start_run(request: HttpRequest) -> JsonResponse:
     action = str(body.get("action") or "")
     if action not in ("add", "remove"):
         return _error(400, "action must be add or remove.", fields={"action": action})
+    queues, concurrency = body.get("queues"), body.get("concurrency")
+    if queues and not (
+        isinstance(queues, str)
+        or (isinstance(queues, list) and all(isinstance(q, str) for q in queues))
+    ):
+        return _error(400, 'queues must be queue names, such as ["io", "cpu"].')
+    if concurrency is not None and (
+        isinstance(concurrency, bool) or not isinstance(concurrency, int)
+    ):
+        return _error(400, "concurrency must be a whole number of processes.")
     try:
         run = runner.start_run(
             action,
             str(body.get("host") or ""),
-            queues=body.get("queues") or None,
-            concurrency=body.get("concurrency") or None,
+            queues=queues or None,
+            concurrency=concurrency or None,
             requested_by=request.user.get_username(),
             inventories=inventory.configured_inventories(),
         )

@@ -71,7 +71,9 @@ def test_it_refuses_bad_input_with_a_sentence_and_records_it(staff_client):
     )
 
     assert wrong_queue.status_code == 400
-    assert wrong_queue.json()["error"] == "Unknown queue(s) 'fast': choose from io, cpu, gpu, scoring."
+    assert (
+        wrong_queue.json()["error"] == "Unknown queue(s) 'fast': choose from io, cpu, gpu, scoring."
+    )
     run = ProvisioningRun.objects.get()
     assert run.status == RunStatus.FAILED and run.host == "h1" and run.requested_by == "ops"
     bad_host = staff_client.post(
@@ -79,6 +81,18 @@ def test_it_refuses_bad_input_with_a_sentence_and_records_it(staff_client):
     )
     assert bad_host.status_code == 400 and "not a host name" in bad_host.json()["error"]
     assert staff_client.get("/workers/runs/999999/log/").status_code == 404
+    for bad in (
+        {"queues": [1]},
+        {"queues": {"io": 1}},
+        {"concurrency": "2"},
+        {"concurrency": True},
+    ):
+        odd = staff_client.post(
+            RUNS, {"action": "add", "host": "h1", **bad}, content_type="application/json"
+        )
+        assert odd.status_code == 400 and (
+            "queue names" in odd.json()["error"] or "whole number" in odd.json()["error"]
+        )
 
 
 def test_the_state_lists_inventory_hosts_and_live_workers(staff_client, celery_worker):

@@ -102,8 +102,21 @@ class Output:
         self.rows = list(rows)
 
 
+# A spreadsheet runs a cell that starts with one of these as a formula (CSV injection).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _cell(value: Any) -> Any:
+    """Text a spreadsheet would run as a formula gets a leading apostrophe; numbers stay."""
+    if value is None:
+        return ""
+    if isinstance(value, str) and value.startswith(FORMULA_STARTS):
+        return "'" + value
+    return value
+
+
 def _csv(rows: list[Row]) -> list[dict[str, Any]]:
-    return [{k: "" if row.get(k) is None else row.get(k) for k in COLUMNS} for row in rows]
+    return [{k: _cell(row.get(k)) for k in COLUMNS} for row in rows]
 
 
 def _typed(rows: list[Row]) -> list[Row]:
