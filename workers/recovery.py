@@ -50,16 +50,25 @@ def sweep() -> Sweep:
     moved = progress.last_progress([str(r.id) for r in in_flight])
     redispatched = 0
     for request in in_flight:
-        reason = lost_reason(request, current, moved.get(str(request.id)))
-        if not reason:
-            continue
-        if request.attempts >= settings.PREDICTION_ATTEMPTS:
-            request.mark_failed(
-                f"The pipeline was lost {request.attempts} times ({reason}); giving up."
-            )
-            continue
-        if request.claim_redispatch(current):
-            log.warning("request %s looks lost (%s): dispatching it again", request.id, reason)
-            pipeline.dispatch(request)
-            redispatched += 1
+        try:
+            redispatched += _recover(request, current, moved.get(str(request.id)))
+        except Exception:  # this request's trouble (the broker refusing it...), not the sweep's
+            log.exception("sweeper: request %s could not be recovered this time", request.id)
     return Sweep(redispatched, PredictionRequest.objects.fail_stale())
+
+
+def _recover(request: PredictionRequest, current: str, moved_at: float | None) -> int:
+    """Dispatch a lost request again (1), fail it after PREDICTION_ATTEMPTS, else 0."""
+    reason = lost_reason(request, current, moved_at)
+    if not reason:
+        return 0
+    if request.attempts >= settings.PREDICTION_ATTEMPTS:
+        request.mark_failed(
+            f"The pipeline was lost {request.attempts} times ({reason}); giving up."
+        )
+        return 0
+    if not request.claim_redispatch(current):
+        return 0
+    log.warning("request %s looks lost (%s): dispatching it again", request.id, reason)
+    pipeline.dispatch(request)
+    return 1

@@ -7,10 +7,12 @@ from datetime import timedelta
 import pytest
 from django.core.management import call_command
 from django.utils import timezone
+from kombu.exceptions import OperationalError as BrokerError
 
 from predictions import progress
 from predictions.models import PredictionRequest, Status
 from predictions.redis_client import epoch
+from workers import pipeline
 from workers.recovery import sweep
 
 pytestmark = pytest.mark.django_db
@@ -93,3 +95,21 @@ def test_the_management_command_sweeps_once(capsys):
     make_request(Status.QUEUED, 5)
     call_command("sweep_predictions")
     assert "0 dispatched again, 1 failed past their deadline." in capsys.readouterr().out
+
+
+def test_one_request_the_broker_refuses_does_not_stop_the_sweep(monkeypatch):
+    first = make_request(Status.RUNNING, -200, dispatch_epoch="an-older-redis")
+    second = make_request(Status.RUNNING, -200, dispatch_epoch="an-older-redis")
+    late = make_request(Status.QUEUED, 5)
+    dispatched: list[str] = []
+
+    def dispatch(request):
+        if request.id == first.id:
+            raise BrokerError("Error 111 connecting to 127.0.0.1:6399. Connection refused.")
+        dispatched.append(str(request.id))
+
+    monkeypatch.setattr(pipeline, "dispatch", dispatch)
+    result = sweep()
+    assert dispatched == [str(second.id)] and result.redispatched == 1
+    late.refresh_from_db()
+    assert result.failed == 1 and late.status == Status.FAILED  # the sweep went on

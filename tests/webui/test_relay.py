@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 
 import pytest
@@ -119,3 +120,27 @@ def test_the_command_refuses_a_tick_slower_than_a_second():
         call_command("relay_events", tick=5.0)
     with pytest.raises(CommandError, match="--window"):
         call_command("relay_events", window=1)
+
+
+def test_a_malformed_event_is_dropped_and_the_next_one_counts():
+    relay = Relay(layer=None, redis_url="redis://unused")
+    before = relay.window.total_events
+    relay._fold(b"not json")
+    relay._fold(json.dumps({"kind": "request", "event": "done"}).encode())  # no id, no times
+    odd = {"kind": "request", "event": "done", "request_id": "x", "at": "soon", "latency_ms": "?"}
+    relay._fold(json.dumps(odd).encode())  # the window cannot read its numbers: ValueError
+    good = {
+        "kind": "request",
+        "event": "submitted",
+        "request_id": "r-1",
+        "symbol": "IBM",
+        "horizon": 2,
+        "strategy": "chord",
+        "cache_hit": False,
+        "precomputed": False,
+        "created_at": 1.0,
+        "at": 1.0,
+        "latency_ms": None,
+    }
+    relay._fold(json.dumps(good).encode())
+    assert relay.window.total_events >= before + 1

@@ -102,12 +102,14 @@ class Relay:
                 await pubsub.aclose()
 
     def _fold(self, data: bytes) -> None:
+        """One event into the window; a malformed one is logged and dropped, never the
+        subscription's end."""
         try:
             event = json.loads(data)
-        except ValueError:
-            return
-        if isinstance(event, dict):
-            self.window.add(event)
+            if isinstance(event, dict):
+                self.window.add(event)
+        except Exception:
+            log.warning("relay dropped a malformed event: %r", data[:200], exc_info=True)
 
     async def flush(self, redis: aioredis.Redis) -> None:
         """One tick: a batch to the dashboard group and one message per changed request."""

@@ -9,6 +9,7 @@ delay it (workers/recovery.py says how it decides).
 
 from __future__ import annotations
 
+import logging
 import signal
 import threading
 from typing import Any
@@ -17,6 +18,8 @@ from django.core.management.base import BaseCommand, CommandParser
 from django.db import close_old_connections
 
 from workers.recovery import sweep
+
+log = logging.getLogger(__name__)
 
 
 class Command(BaseCommand):
@@ -39,7 +42,7 @@ class Command(BaseCommand):
             except Exception:  # a Redis or database outage: the next sweep retries
                 if not every:
                     raise
-                self.stderr.write("sweep failed; retrying at the next one")
+                log.exception("sweep failed; retrying at the next one")
             finally:
                 close_old_connections()
             if not every or stop.wait(every):
