@@ -10,6 +10,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from api import schema_docs as docs
 from api.errors import NotFoundError
 from predictions.forecasting import scorecard
 from predictions.forecasting.catalog import model_info
@@ -69,7 +70,10 @@ def _generation_summary(entry: ModelGeneration) -> dict[str, Any]:
 class ModelDetail(APIView):
     """Every kept generation of every model for one symbol, newest first."""
 
-    @extend_schema(operation_id="models_retrieve", responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(
+        operation_id="models_retrieve",
+        responses={200: OpenApiTypes.OBJECT, 404: docs.NOT_FOUND, 429: docs.THROTTLED},
+    )
     def get(self, request: Request, symbol: str) -> Response:
         try:
             symbol = normalize_symbol(symbol)

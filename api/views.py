@@ -8,7 +8,7 @@ from typing import Any, NoReturn
 from django.conf import settings
 from django.http import HttpResponse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import generics, status
 from rest_framework.exceptions import (
     NotAuthenticated,
@@ -23,6 +23,7 @@ from rest_framework.reverse import reverse
 from rest_framework.views import APIView
 
 from api import answers
+from api import schema_docs as docs
 from api.errors import NotFoundError, Refused
 from api.parsers import SafeJSONParser
 from api.serializers import (
@@ -83,6 +84,18 @@ class ListingNeedsAnAccount(BasePermission):
         return request.method == "POST" or bool(request.user and request.user.is_authenticated)
 
 
+@extend_schema_view(
+    get=extend_schema(
+        responses={
+            200: PredictionSummarySerializer(many=True),
+            400: docs.BAD_REQUEST,
+            401: docs.UNAUTHORIZED,
+            403: docs.FORBIDDEN,
+            404: docs.NOT_FOUND,
+            429: docs.THROTTLED,
+        }
+    )
+)
 class PredictionListCreate(generics.ListAPIView):
     """List predictions (newest first, `?symbol=` filters) or submit one."""
 
@@ -110,7 +123,18 @@ class PredictionListCreate(generics.ListAPIView):
     @extend_schema(
         request=PredictionCreateSerializer,
         parameters=[INCLUDE_PARAMETER],
-        responses={200: PredictionDetailSerializer, 202: PredictionSummarySerializer},
+        responses={
+            200: PredictionDetailSerializer,
+            202: PredictionSummarySerializer,
+            400: docs.BAD_REQUEST,
+            401: docs.UNAUTHORIZED,
+            403: docs.FORBIDDEN,
+            404: docs.NOT_FOUND,
+            413: docs.TOO_LARGE,
+            415: docs.UNSUPPORTED,
+            429: docs.THROTTLED,
+            503: docs.UNAVAILABLE,
+        },
         description="200 with the prediction that answers the question when one finished "
         "within PREDICTION_CACHE_TTL (`cache_hit: true`; nothing new is created); else 202 "
         "with the queued request's id and links (or the identical request it joined). "
@@ -163,7 +187,13 @@ class PredictionDetail(APIView):
             ),
             INCLUDE_PARAMETER,
         ],
-        responses={200: PredictionDetailSerializer},
+        responses={
+            200: PredictionDetailSerializer,
+            400: docs.BAD_REQUEST,
+            404: docs.NOT_FOUND,
+            429: docs.THROTTLED,
+            503: docs.UNAVAILABLE,
+        },
     )
     def get(self, request: Request, id: str) -> Response:
         wait = self._wait_seconds(request)

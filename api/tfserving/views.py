@@ -19,6 +19,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from api import schema_docs as docs
 from api.tfserving import body as tfbody
 from api.tfserving.outputs import ENSEMBLE, ENSEMBLE_VERSION, NotServable, member, output
 from api.tfserving.status import model_versions, signature
@@ -78,7 +79,14 @@ class TFServingView(APIView):
 class Predict(TFServingView):
     @extend_schema(
         request=OpenApiTypes.OBJECT,
-        responses={200: OpenApiTypes.OBJECT},
+        responses={
+            200: OpenApiTypes.OBJECT,
+            400: docs.BAD_REQUEST,
+            404: docs.NOT_FOUND,
+            415: docs.UNSUPPORTED,
+            429: docs.THROTTLED,
+            503: docs.UNAVAILABLE,
+        },
         examples=[
             OpenApiExample("row format", value=ROW_EXAMPLE, request_only=True),
             OpenApiExample("columnar format", value=COLUMNAR_EXAMPLE, request_only=True),
@@ -201,7 +209,7 @@ class Predict(TFServingView):
 @extend_schema(tags=["tfserving"])
 class Status(TFServingView):
     @extend_schema(
-        responses={200: OpenApiTypes.OBJECT},
+        responses={200: OpenApiTypes.OBJECT, 404: docs.NOT_FOUND},
         description="TF Serving's model_version_status: AVAILABLE, LOADING (workers warming "
         "up), END (an older generation the registry keeps), UNKNOWN (no worker running).",
     )
@@ -227,7 +235,7 @@ class Status(TFServingView):
 
 @extend_schema(tags=["tfserving"])
 class Metadata(TFServingView):
-    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(responses={200: OpenApiTypes.OBJECT, 404: docs.NOT_FOUND})
     def get(self, request: Request, model: str) -> Response:
         try:
             known_model(model, None)
