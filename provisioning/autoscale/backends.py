@@ -22,6 +22,7 @@ from typing import Any, Protocol
 
 from celery import current_app
 from django.conf import settings
+from django.utils import timezone
 
 from devstack import processes
 from provisioning import inventory, runner
@@ -40,6 +41,7 @@ from workers import presence
 
 log = logging.getLogger(__name__)
 START_TIMEOUT = 300.0  # a worker not heard from by then is given up (and stopped)
+RUN_TIMEOUT = runner.RunOptions.job_timeout + 300.0  # a provisioning run open longer: dead
 
 
 class ScaleError(Exception):
@@ -95,6 +97,11 @@ class LocalWorkers:
         argv = processes.worker(
             name, queue, self.per_worker, gpu="auto" if queue == "gpu" else "off"
         ).argv()
+        # Recorded before it starts: a controller killed in between leaves an entry with no
+        # pid (given up at the next round), never a worker nobody knows about.
+        worker = Managed(self.node(name), queue, self.name, processes=self.per_worker)
+        worker.host = socket.gethostname()
+        save(worker)
         self.log_dir.mkdir(parents=True, exist_ok=True)
         with open(self.log_dir / f"{name}.log", "ab") as out:
             proc = subprocess.Popen(
@@ -105,7 +112,7 @@ class LocalWorkers:
                 start_new_session=True,
             )
         self.children[proc.pid] = proc
-        worker = Managed(self.node(name), queue, self.name, pid=proc.pid, processes=self.per_worker)
+        worker.pid = proc.pid
         save(worker)
         return worker
 
@@ -115,8 +122,13 @@ class LocalWorkers:
         )
         worker.move(DRAINING)
 
-    def _exited(self, pid: int | None) -> int | None:
-        """The exit code of a worker that ended (-1 when not ours to reap), else None."""
+    def _exited(self, worker: Managed) -> int | None:
+        """The exit code of a worker that ended (-1 when not ours to reap), else None. A
+        worker started on another machine (a leader that died there) cannot be looked up
+        here: its heartbeats and START_TIMEOUT decide."""
+        pid = worker.pid
+        if worker.host and worker.host != socket.gethostname():
+            return None
         if pid is None:
             return -1
         child = self.children.get(pid)
@@ -132,7 +144,7 @@ class LocalWorkers:
         for worker in all_managed():
             if worker.backend != self.name:
                 continue
-            code = self._exited(worker.pid)
+            code = self._exited(worker)
             if code is not None:
                 forget(worker.name)
                 if worker.state == STOPPING:
@@ -224,6 +236,9 @@ class StandbyHosts:
             if worker.backend != self.name or worker.run_id is None:
                 continue
             run = ProvisioningRun.objects.filter(pk=worker.run_id).first()
+            if run is not None and _abandoned(run):
+                run.status, run.error = RunStatus.FAILED, ABANDONED
+                run.save(update_fields=["status", "error"])
             if run is None or run.status not in (RunStatus.SUCCEEDED, RunStatus.FAILED):
                 continue
             if worker.state == STARTING and run.status == RunStatus.SUCCEEDED:
@@ -245,6 +260,16 @@ class StandbyHosts:
 
     def close(self) -> None:
         """Hosts stay as they are: another controller, or an operator, takes them over."""
+
+
+ABANDONED = "abandoned: the controller running it stopped before it finished"
+
+
+def _abandoned(run: ProvisioningRun) -> bool:
+    """A run still open long after any run could take (its controller died with it)."""
+    if run.status in (RunStatus.SUCCEEDED, RunStatus.FAILED):
+        return False
+    return (timezone.now() - run.created_at).total_seconds() > RUN_TIMEOUT
 
 
 def presence_by_node() -> dict[str, dict[str, Any]]:

@@ -98,6 +98,10 @@ def observe(
     )
 
 
+class LostLead(Exception):
+    """Another controller holds the lead now: this one must not act."""
+
+
 class Controller:
     def __init__(
         self,
@@ -166,6 +170,10 @@ class Controller:
     def tick(self, now: float | None = None) -> list[ScalingDecision]:
         now = time.time() if now is None else now
         alive = presence_by_node()
+        try:
+            self._fence()
+        except LostLead:
+            return []
         recorded = [self._ended(outcome) for outcome in self.backend.step(alive)]
         if self.led_since is not None and now - self.led_since < self.settle:
             return recorded
@@ -178,12 +186,27 @@ class Controller:
                 recorded += self._act(decision, managed, alive)
         return recorded
 
+    def _fence(self) -> None:
+        """Before each action: still the leader? The lock is re-checked and extended in one
+        atomic step, so a round slower than the lock's timeout cannot act beside the
+        controller that took over meanwhile (LostLead ends the round)."""
+        try:
+            self.lock.reacquire()
+        except redis.exceptions.LockError as exc:
+            self.leading = False
+            log.warning("autoscaler: lost the lead in the middle of a round; not acting")
+            raise LostLead from exc
+
     def _act(
         self, decision: policy.Decision, managed: list[Managed], alive: dict[str, dict[str, Any]]
     ) -> list[ScalingDecision]:
         if decision.action == policy.ADD:
             added: list[ScalingDecision] = []
             for _ in range(decision.count):
+                try:
+                    self._fence()
+                except LostLead:
+                    return added
                 try:
                     worker = self.backend.start(decision.queue)
                 except ScaleError as exc:
@@ -201,6 +224,10 @@ class Controller:
                 return int(entry.get("active") or 0) + int(entry.get("held") or 0), -worker.since
 
             worker = min(candidates, key=busy)  # the idlest, newest first
+            try:
+                self._fence()
+            except LostLead:
+                return []
             try:
                 self.backend.drain(worker)
             except Exception as exc:  # the broker or a run refused: say so, try later

@@ -21,7 +21,8 @@ class Managed:
     backend: str
     state: str = STARTING
     since: float = field(default_factory=time.time)
-    pid: int | None = None  # local: the worker's main process
+    pid: int | None = None  # local: the worker's main process (on `host`)
+    host: str = ""  # local: the machine whose process table `pid` belongs to
     run_id: int | None = None  # ansible: the provisioning run under way
     processes: int = 1
 
