@@ -60,7 +60,7 @@ def test_add_worker_provisions_two_hosts_over_ssh(cluster):
     assert error is None, out
     assert run.status == RunStatus.SUCCEEDED and run.host == "host1"
     assert run.changed > 0 and run.failed == 0 and run.unreachable == 0
-    assert run.args == {"concurrency": 1}  # no queues named: workers_cpu hosts take io,cpu
+    assert run.args == {"concurrency": 1}  # no queues named: workers_cpu hosts take io,cpu,scoring
     assert "TASK [worker : Ask the worker for a ping and its heartbeat]" in out  # streamed
     assert "TASK [worker : Ask the worker for a ping and its heartbeat]" in run.log  # kept
     assert error2 is None, out2
@@ -68,7 +68,7 @@ def test_add_worker_provisions_two_hosts_over_ssh(cluster):
     assert "host1" not in run2.log and "host2" not in run.log  # one private dir per run
 
     alive = cluster.alive()
-    assert sorted(alive[cluster.node("host1")]["queues"]) == ["cpu", "io"]
+    assert sorted(alive[cluster.node("host1")]["queues"]) == ["cpu", "io", "scoring"]
     assert alive[cluster.node("host2")]["queues"] == ["cpu"]
     assert alive[cluster.node("host1")]["concurrency"] == 1
 
