@@ -8,7 +8,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_INSTALL := $(SUDO) apt-get install -y -q --no-install-recommends
 
 .PHONY: help run test test-fast setup check lint format types imports generate migrations-check \
-	lint-playbooks browser test-hosts wrk token clean \
+	lint-playbooks browser test-hosts postgres wrk token clean \
 	bench-api bench-models bench-overhead bench-events evaluate experiment soak step-load replay
 
 help:  ## this list
@@ -25,8 +25,14 @@ setup: $(STAMP)  ## the virtualenv with the pinned requirements
 run: setup  ## start Redis (unless REDIS_URL is set), web, workers, beat; Ctrl-C stops all
 	$(PY) -m devstack
 
-test: setup browser test-hosts check  ## every test: real Redis, Celery workers, database, Chromium, SSH hosts
+# The tests that lean on the database (constraints, the partial unique index, JSON fields,
+# connections under Celery and Channels), run again on a throwaway PostgreSQL cluster.
+POSTGRES_TESTS := tests/api tests/market tests/workers tests/webui \
+	tests/integration/test_model_registry.py tests/integration/test_identical_requests_elect_one_leader.py \
+	tests/integration/test_lost_requests.py tests/integration/test_prediction_end_to_end.py
+test: setup browser test-hosts postgres check  ## every test (SQLite), then the database-heavy ones on PostgreSQL
 	$(PY) -m pytest
+	TEST_DATABASE=postgres $(PY) -m pytest -m "not browser" $(POSTGRES_TESTS)
 
 test-fast: setup  ## the tests without a browser, worker processes or test hosts (under 2 minutes)
 	$(PY) -m pytest -m "not browser and not integration" \
@@ -62,6 +68,10 @@ lint-playbooks: setup  ## ansible-lint (production profile, offline) and --synta
 
 browser:  ## Debian's Chromium for the browser tests (Playwright drives it; no browser download)
 	@command -v chromium >/dev/null 2>&1 || { $(SUDO) apt-get update -q && $(APT_INSTALL) chromium; }
+
+postgres:  ## Debian's postgresql, for the tests' throwaway cluster (nothing is left running)
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1 || \
+		{ $(SUDO) apt-get update -q && $(APT_INSTALL) postgresql; }
 
 test-hosts:  ## Debian's openssh-server: the provisioning test runs an sshd in each test host
 	@[ -x /usr/sbin/sshd ] || { $(SUDO) apt-get update -q && $(APT_INSTALL) openssh-server; }

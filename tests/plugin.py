@@ -1,13 +1,15 @@
 """Loaded with `-p tests.plugin` before Django's settings, so the suite owns its services.
 
-Starts a private redis-server (unless TEST_REDIS_URL names one) and points every setting
-that could reach the internet at the offline providers.
+Starts a private redis-server (unless TEST_REDIS_URL names one), a private PostgreSQL
+cluster when TEST_DATABASE=postgres, and points every setting that could reach the
+internet at the offline providers.
 """
 
 from __future__ import annotations
 
 import os
 
+from devstack.postgres import ThrowawayPostgres
 from devstack.redis import EmbeddedRedis
 
 _redis: EmbeddedRedis | None = None
@@ -19,6 +21,12 @@ else:
     os.environ["REDIS_URL"] = _redis.url
 
 os.environ.setdefault("TEST_SQLITE_NAME", f"test-db-{os.getpid()}.sqlite3")
+# TEST_DATABASE=postgres: the suite runs on a throwaway PostgreSQL cluster of its own
+# (`make test` runs the database-heavy tests a second time that way).
+_postgres: ThrowawayPostgres | None = None
+if os.environ.get("TEST_DATABASE") == "postgres":
+    _postgres = ThrowawayPostgres().start()
+    os.environ["DATABASE_URL"] = _postgres.url
 os.environ.pop("CELERY_BROKER_URL", None)
 os.environ.pop("CELERY_RESULT_BACKEND", None)
 os.environ.setdefault("PRICE_PROVIDERS", "sample")
@@ -35,3 +43,5 @@ os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
 def pytest_unconfigure(config: object) -> None:
     if _redis is not None:
         _redis.stop()
+    if _postgres is not None:
+        _postgres.stop()
