@@ -69,3 +69,26 @@ def _clean_redis_state() -> Iterator[None]:
     routing.forget()
     forget_runs()
     yield
+
+
+@pytest.fixture
+def replay(settings) -> Iterator[None]:
+    """A paused market-clock replay at 2013-01-02 (a Wednesday) that moves only when the test
+    steps it, with no watchlist; the clock's state is cleared before and after."""
+    from datetime import date
+
+    from predictions import market_clock
+    from predictions.redis_client import get_redis
+    from predictions.sources import price_chain
+    from workers import market
+
+    settings.MARKET_CLOCK = "replay"
+    settings.REPLAY_START = date(2013, 1, 2)
+    settings.REPLAY_AUTOSTART = False
+    settings.PRECOMPUTE_SYMBOLS = []
+    get_redis().delete(market_clock.KEY, market.SEEN_KEY)
+    price_chain.cache_clear()
+    market_clock.state()  # the replay starts now: answers from before it saw other bars
+    yield
+    get_redis().delete(market_clock.KEY, market.SEEN_KEY)
+    price_chain.cache_clear()

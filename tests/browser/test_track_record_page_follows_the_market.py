@@ -8,13 +8,9 @@ them, on a replayed market clock."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import date
 
 import pytest
 
-from predictions import market_clock
-from predictions.redis_client import get_redis
-from predictions.sources import price_chain
 from tests.market.test_forecasts_of_record_are_scored_once_when_their_days_come import finished
 from tests.support.live import live_stack
 from workers import market
@@ -26,20 +22,6 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
 def ws_port(django_db_setup: None) -> Iterator[int]:
     with live_stack() as port:
         yield port
-
-
-@pytest.fixture
-def replay(settings):
-    settings.MARKET_CLOCK = "replay"
-    settings.REPLAY_START = date(2013, 1, 2)
-    settings.REPLAY_AUTOSTART = False
-    settings.PRECOMPUTE_SYMBOLS = []
-    get_redis().delete(market_clock.KEY, market.SEEN_KEY)
-    price_chain.cache_clear()
-    market_clock.state()
-    yield
-    get_redis().delete(market_clock.KEY, market.SEEN_KEY)
-    price_chain.cache_clear()
 
 
 def test_a_new_forecast_appears_on_the_track_record_without_a_reload(

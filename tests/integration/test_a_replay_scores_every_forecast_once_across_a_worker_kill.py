@@ -11,14 +11,12 @@ import os
 import signal
 import time
 from collections.abc import Callable, Iterator
-from datetime import date
 
 import pytest
 from celery import current_app
 
 from predictions import market_clock
 from predictions.models import ForecastRecord, ForecastScore
-from predictions.redis_client import get_redis
 from predictions.sources import price_chain
 from tests.support.api import submit_and_wait
 from tests.support.processes import start_worker_process, stop_process, wait_for_worker
@@ -46,18 +44,10 @@ def eventually(what: str, condition: Callable[[], bool], timeout: float = 60.0) 
 
 
 @pytest.fixture
-def replay(settings) -> Iterator[None]:
-    settings.MARKET_CLOCK = "replay"
-    settings.REPLAY_START = date(2013, 1, 2)
-    settings.REPLAY_AUTOSTART = False
+def replay(replay, settings) -> Iterator[None]:
+    """The shared replay, with this test's own settings."""
     settings.PREDICTION_MODELS = MODELS
-    settings.PRECOMPUTE_SYMBOLS = []
-    get_redis().delete(market_clock.KEY, market.SEEN_KEY)
-    price_chain.cache_clear()
-    market_clock.state()
     yield
-    get_redis().delete(market_clock.KEY, market.SEEN_KEY)
-    price_chain.cache_clear()
 
 
 @pytest.fixture

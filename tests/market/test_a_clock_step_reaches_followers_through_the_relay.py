@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
-from datetime import date
 
 import pytest
 from asgiref.sync import sync_to_async
@@ -15,9 +14,8 @@ from django.conf import settings as django_settings
 from stockserve_client.market import BAR, MarketFeed
 
 from config.asgi import application
-from predictions import market_clock, market_events
+from predictions import market_events
 from predictions.redis_client import get_redis
-from predictions.sources import price_chain
 from tests.support.live import live_stack, run_async, ws_headers
 from workers import market
 
@@ -35,17 +33,10 @@ def relay(django_db_setup: None) -> Iterator[None]:
 
 
 @pytest.fixture
-def replay(settings) -> Iterator[None]:
-    settings.MARKET_CLOCK = "replay"
-    settings.REPLAY_START = date(2013, 1, 2)
-    settings.REPLAY_AUTOSTART = False
-    settings.PRECOMPUTE_SYMBOLS = []
-    get_redis().delete(market_clock.KEY, market.SEEN_KEY)
-    price_chain.cache_clear()
+def replay(replay, settings) -> Iterator[None]:
+    """The shared replay, with this test's own settings."""
     market.new_day_if_any()
     yield
-    get_redis().delete(market_clock.KEY, market.SEEN_KEY)
-    price_chain.cache_clear()
 
 
 def test_a_step_pushes_the_new_bar_to_a_page_and_to_a_stream_client(relay, replay):

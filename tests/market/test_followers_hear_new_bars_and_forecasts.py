@@ -3,33 +3,15 @@ new bar and each new public forecast of record, and never a private one."""
 
 from __future__ import annotations
 
-from datetime import date
-
 import pytest
 from django.conf import settings as django_settings
 from stockserve_client.market import BAR, FORECAST, MarketFeed
 
-from predictions import market_clock
-from predictions.redis_client import get_redis
 from predictions.sources import price_chain
 from tests.market.test_forecasts_of_record_are_scored_once_when_their_days_come import finished
 from workers import market
 
 pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture
-def replay(settings):
-    settings.MARKET_CLOCK = "replay"
-    settings.REPLAY_START = date(2013, 1, 2)
-    settings.REPLAY_AUTOSTART = False
-    settings.PRECOMPUTE_SYMBOLS = []
-    get_redis().delete(market_clock.KEY, market.SEEN_KEY)
-    price_chain.cache_clear()
-    market_clock.state()
-    yield
-    get_redis().delete(market_clock.KEY, market.SEEN_KEY)
-    price_chain.cache_clear()
 
 
 def test_a_clock_step_and_a_new_forecast_reach_a_following_program(replay, django_user_model):

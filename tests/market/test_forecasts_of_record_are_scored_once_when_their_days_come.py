@@ -14,26 +14,11 @@ import pytest
 from predictions import market_clock
 from predictions.forecasting.proper_scores import interval_score
 from predictions.models import ForecastRecord, ForecastScore, PredictionRequest
-from predictions.redis_client import get_redis
 from predictions.sources import price_chain
 from workers import market
 
 pytestmark = pytest.mark.django_db
 START = date(2013, 1, 2)  # a Wednesday
-
-
-@pytest.fixture
-def replay(settings):
-    """A paused replay at START: it moves only when the test steps it."""
-    settings.MARKET_CLOCK = "replay"
-    settings.REPLAY_START = START
-    settings.REPLAY_AUTOSTART = False
-    get_redis().delete(market_clock.KEY, market.SEEN_KEY)
-    price_chain.cache_clear()
-    market_clock.state()  # the replay starts now: answers from before it saw other bars
-    yield
-    get_redis().delete(market_clock.KEY, market.SEEN_KEY)
-    price_chain.cache_clear()
 
 
 def finished(symbol: str, as_of: str, close: float, path: list[float], user=None):
