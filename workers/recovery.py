@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass
 
 from django.conf import settings
+from django.utils import timezone
 
 from predictions import progress
 from predictions.models import PredictionRequest
@@ -55,6 +56,30 @@ def sweep() -> Sweep:
         except Exception:  # this request's trouble (the broker refusing it...), not the sweep's
             log.exception("sweeper: request %s could not be recovered this time", request.id)
     return Sweep(redispatched, PredictionRequest.objects.fail_stale())
+
+
+# How a store's failure reads in a broken chord's error (redis-py's and kombu's exceptions,
+# as Celery's ChordError names them): the request is dispatched again, not failed.
+STORE_TROUBLE = ("ConnectionError", "BusyLoadingError", "TimeoutError", "OperationalError")
+
+
+def broken_by_the_store(exc: BaseException) -> bool:
+    """The chord broke because Redis (or the broker) was away or still loading, not a bug."""
+    text = f"{type(exc).__name__}: {exc}"
+    return any(name in text for name in STORE_TROUBLE)
+
+
+def dispatch_again(request: PredictionRequest, reason: str) -> bool:
+    """Dispatch a request again within its deadline and PREDICTION_ATTEMPTS (True), once."""
+    if request.is_final or request.deadline <= timezone.now():
+        return False
+    if request.attempts >= settings.PREDICTION_ATTEMPTS:
+        return False
+    if not request.claim_redispatch(epoch()):
+        return False
+    log.warning("request %s: %s; dispatching it again", request.id, reason)
+    pipeline.dispatch(request)
+    return True
 
 
 def _recover(request: PredictionRequest, current: str, moved_at: float | None) -> int:

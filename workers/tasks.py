@@ -18,7 +18,7 @@ from predictions import price_store
 from predictions.models import PredictionRequest
 from predictions.prices import PriceDataError
 from predictions.results import ModelPart, Part, SentimentPart, StageRecord
-from workers import parts, stages, watchlist
+from workers import parts, recovery, stages, watchlist
 from workers.stage_clock import StageClock
 from workers.strategies import cascade, centralized, strategy_for
 
@@ -80,10 +80,16 @@ def combine_results(
 
 @shared_task(name="workers.tasks.chord_failed")
 def chord_failed(task_request: Any, exc: Exception, traceback: Any, request_id: str) -> None:
-    """Errback of the chord: only bugs get here, since header tasks report their own errors."""
+    """Errback of the chord: header tasks report their own errors, so only bugs get here,
+    and a store that went away under the chord (Redis restarted, or still loading its
+    append-only file): that request is dispatched again, within its deadline."""
     request = PredictionRequest.objects.filter(id=request_id).first()
-    if request is not None:
-        request.mark_failed(f"The pipeline failed unexpectedly: {exc!r}")
+    if request is None:
+        return
+    reason = f"its chord broke on the store ({exc!r})"[:300]
+    if recovery.broken_by_the_store(exc) and recovery.dispatch_again(request, reason):
+        return
+    request.mark_failed(f"The pipeline failed unexpectedly: {exc!r}")
 
 
 @shared_task(bind=True, name="workers.tasks.run_centralized", ignore_result=False)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
+from celery.exceptions import ChordError
 from django.core.management import call_command
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerError
@@ -14,6 +15,7 @@ from predictions.models import PredictionRequest, Status
 from predictions.redis_client import epoch
 from workers import pipeline
 from workers.recovery import sweep
+from workers.tasks import chord_failed
 
 pytestmark = pytest.mark.django_db
 
@@ -113,3 +115,26 @@ def test_one_request_the_broker_refuses_does_not_stop_the_sweep(monkeypatch):
     assert dispatched == [str(second.id)] and result.redispatched == 1
     late.refresh_from_db()
     assert result.failed == 1 and late.status == Status.FAILED  # the sweep went on
+
+
+def test_a_chord_broken_by_a_redis_restart_is_dispatched_again_a_bug_is_failed(monkeypatch):
+    dispatched: list[str] = []
+    monkeypatch.setattr(pipeline, "dispatch", lambda request: dispatched.append(str(request.id)))
+    loading = make_request(Status.RUNNING, -200)
+    gone = make_request(Status.RUNNING, -200)
+    bug = make_request(Status.RUNNING, -200)
+    chord_failed(
+        None,
+        ChordError("Dependency 1f2e raised BusyLoadingError('Redis is loading')"),
+        None,
+        str(loading.id),
+    )
+    chord_failed(
+        None, ChordError("Dependency 9a8b raised ConnectionError('Error 111')"), None, str(gone.id)
+    )
+    chord_failed(None, ChordError("Dependency 3c4d raised KeyError('forecast')"), None, str(bug.id))
+    assert dispatched == [str(loading.id), str(gone.id)]
+    for request in (loading, gone, bug):
+        request.refresh_from_db()
+    assert loading.status == gone.status == Status.RUNNING and loading.attempts == 2
+    assert bug.status == Status.FAILED and "KeyError" in bug.error
