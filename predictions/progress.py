@@ -6,14 +6,18 @@ running, and every record is also published on one channel for live listeners.
 
 from __future__ import annotations
 
-import contextlib
 import json
+import logging
 import time
 from collections.abc import Callable
 from typing import Any
 
+from redis.exceptions import RedisError
+
 from predictions import event_metrics
 from predictions.redis_client import get_redis
+
+logger = logging.getLogger(__name__)
 
 EVENTS_CHANNEL = b"stockserve:events"
 STAGES_TTL_SECONDS = 3600
@@ -35,8 +39,10 @@ def _progress_key(request_id: str) -> str:
 
 def touch(request_id: str) -> None:
     """A stage of this request started: it is alive (what the sweeper looks at)."""
-    with contextlib.suppress(Exception):  # best-effort, like every event
+    try:
         get_redis().set(_progress_key(request_id), time.time(), ex=STAGES_TTL_SECONDS)
+    except RedisError as exc:  # best-effort, like every event: Redis may be away
+        logger.warning("progress of %s not recorded: %s", request_id, exc)
 
 
 def last_progress(request_ids: list[str]) -> dict[str, float]:
@@ -58,8 +64,8 @@ def record_stage(request_id: str, record: dict[str, Any]) -> None:
         pipe.publish(EVENTS_CHANNEL, payload)
         event_metrics.count_stage(pipe, record)
         pipe.execute()
-    except Exception:  # progress is best-effort; the result carries the timings
-        pass
+    except RedisError as exc:  # progress is best-effort; the result carries the timings
+        logger.warning("stage record of %s not kept: %s", request_id, exc)
 
 
 def publish_request(event: str, request: Any, **extra: Any) -> None:
@@ -90,8 +96,8 @@ def publish_request(event: str, request: Any, **extra: Any) -> None:
             pipe.publish(_final_channel(payload["request_id"]), event)
         event_metrics.count_request(pipe, payload)
         pipe.execute()
-    except Exception:  # live events are best-effort; the request row is the truth
-        pass
+    except RedisError as exc:  # live events are best-effort; the request row is the truth
+        logger.warning("%s event of %s not published: %s", event, request.id, exc)
 
 
 def wait_for_final(request_id: str, seconds: float, is_final: Callable[[], bool]) -> None:
@@ -116,7 +122,8 @@ def wait_for_final(request_id: str, seconds: float, is_final: Callable[[], bool]
 def stages(request_id: str) -> list[dict[str, Any]]:
     try:
         raw = get_redis().lrange(_stages_key(request_id), 0, -1)
-    except Exception:
+    except RedisError as exc:  # the stages are a view of progress; the row still answers
+        logger.warning("stages of %s unreadable: %s", request_id, exc)
         return []
     records = [json.loads(item) for item in raw]
     for record in records:

@@ -59,8 +59,3 @@ def epoch() -> str:
         pipe.get(EPOCH_KEY)
         _epoch = (now, text(pipe.execute()[1]))
     return _epoch[1]
-
-
-def forget_epoch() -> None:
-    global _epoch
-    _epoch = None

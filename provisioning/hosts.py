@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from workers.routing import GPU, QUEUES
+from workers.routing import QUEUES
 
 HOST_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,252})$")
 MAX_CONCURRENCY = 64
@@ -58,7 +58,3 @@ def clean_concurrency(value: int | str | None) -> int | None:
 def worker_name(host: str) -> str:
     """The Celery node name's first part for a host; the role's `worker_name` default."""
     return re.sub(r"[^A-Za-z0-9_-]+", "-", host)
-
-
-def wants_gpu(queues: list[str] | None) -> bool:
-    return bool(queues) and GPU in (queues or [])

@@ -5,9 +5,11 @@ The answer is cached for a few seconds per process, so routing costs nothing per
 
 from __future__ import annotations
 
+import logging
 import time
 
 from django.conf import settings
+from redis.exceptions import RedisError
 
 from predictions.forecasting.catalog import model_info
 from workers import presence
@@ -16,6 +18,7 @@ IO, CPU, GPU = "io", "cpu", "gpu"
 SCORING = "scoring"  # the market clock's work: new days, scoring forecasts of record
 QUEUES = (IO, CPU, GPU, SCORING)
 REQUIRED_QUEUES = (IO, CPU)  # a default request needs both; gpu work falls back to cpu
+logger = logging.getLogger(__name__)
 _cache: dict[str, tuple[float, bool]] = {}
 _processes: dict[str, tuple[float, int]] = {}
 
@@ -27,7 +30,8 @@ def has_consumers(queue: str) -> bool:
         return cached[1]
     try:
         answer = bool(presence.consumers_of(queue))
-    except Exception:  # without presence data, fall back to the CPU
+    except RedisError as exc:  # without presence data, fall back to the CPU
+        logger.warning("no presence data for queue %s, routing to cpu: %s", queue, exc)
         answer = False
     _cache[queue] = (now, answer)
     return answer
@@ -45,7 +49,8 @@ def model_processes() -> int:
             for w in presence.alive_workers()
             if {CPU, GPU} & set(w.get("queues", []))
         )
-    except Exception:  # without presence data, admission falls back to its floor
+    except RedisError as exc:  # without presence data, admission falls back to its floor
+        logger.warning("no presence data, admission uses its floor: %s", exc)
         count = 0
     _processes["model"] = (now, count)
     return count

@@ -1,0 +1,66 @@
+"""Progress events and routing are best-effort against Redis, and against nothing else.
+
+An unreachable Redis is logged and the caller goes on; a bug (a `TypeError`, a missing
+attribute) is raised, not swallowed.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import uuid
+from types import SimpleNamespace
+
+import pytest
+import redis
+
+from predictions import progress
+from workers import routing
+
+REQUEST_ID = "00000000-0000-0000-0000-000000000001"
+
+
+@pytest.fixture
+def redis_away(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Redis refuses connections: a client pointed at a port nothing listens on."""
+    away = redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.5)
+    monkeypatch.setattr(progress, "get_redis", lambda: away)
+    monkeypatch.setattr(routing.presence, "get_redis", lambda: away)
+
+
+def a_request() -> SimpleNamespace:
+    return SimpleNamespace(
+        id=uuid.uuid4(),
+        symbol="AAPL",
+        horizon=5,
+        strategy="chord",
+        cache_hit=False,
+        created_at=dt.datetime.now(dt.UTC),
+    )
+
+
+def test_progress_with_redis_away_is_logged_and_the_caller_goes_on(redis_away, caplog):
+    caplog.set_level(logging.WARNING, logger="predictions.progress")
+    progress.touch(REQUEST_ID)
+    progress.record_stage(REQUEST_ID, {"stage": "fetch", "duration_ms": 3.0})
+    progress.publish_request("done", a_request())
+    assert progress.stages(REQUEST_ID) == []
+    assert len(caplog.records) == 4
+    assert REQUEST_ID in caplog.records[0].getMessage()
+
+
+def test_a_bug_in_an_event_is_raised_not_swallowed():
+    broken = SimpleNamespace(id=uuid.uuid4())  # no created_at: a programming error
+    with pytest.raises(AttributeError):
+        progress.publish_request("done", broken)
+    with pytest.raises(TypeError):
+        progress.record_stage(REQUEST_ID, {"stage": object()})  # not JSON
+
+
+def test_routing_without_presence_data_falls_back_and_says_so(redis_away, caplog):
+    caplog.set_level(logging.WARNING, logger="workers.routing")
+    routing.forget()
+    assert routing.has_consumers(routing.GPU) is False
+    assert routing.model_processes() == 0
+    assert len(caplog.records) == 2
+    routing.forget()
