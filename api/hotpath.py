@@ -1,12 +1,11 @@
 """A cached answer in one Redis round trip, before Django's request handling runs.
 
 Why: an API client asking a question someone already asked should cost about what a plain
-Django view costs. Measured on the 2-core development machine (gunicorn gthread 2 x 8, wrk
-with 32 connections, 2026-11-22): a bare Django view served ~4,000 req/s; the same bytes
-from a DRF view with DRF's throttles 520 req/s; from a middleware in this project's stack
-~2,000 req/s (0.74 ms of web CPU per answer); from this WSGI wrapper ~2,500 req/s (0.58
-ms). So a plain question (a JSON body with a symbol and a horizon, no session cookie, no
-query string, anonymous or with a token Redis knows) is answered here: one Lua script
+Django view costs. A DRF view with DRF's throttles costs several times the web CPU per
+answer, and a middleware inside Django's stack still more than this WSGI wrapper (the
+service's figures, and the command that measures them, are in docs/benchmarks.md). So a
+plain question (a JSON body with a symbol and a horizon, no session cookie, no query
+string, anonymous or with a token Redis knows) is answered here: one Lua script
 counts the client in its rate-limit window, fetches the stored answer and counts the hit.
 Django's own SecurityMiddleware and XFrameOptionsMiddleware still vet the request and
 add their headers, so this path answers with the same headers as any other.

@@ -104,7 +104,7 @@ def wait_for_final(request_id: str, seconds: float, is_final: Callable[[], bool]
     """Return once `is_final()` (a read of the row) says so, or after `seconds`.
 
     Woken by the request's own channel the moment it ends, instead of polling the database
-    on a timer (the 50-300 ms poll steps added up to 300 ms to every waited answer).
+    on a timer (each poll step would be added to every waited answer).
     """
     deadline = time.monotonic() + seconds
     pubsub = get_redis().pubsub(ignore_subscribe_messages=True)

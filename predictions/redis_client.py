@@ -29,7 +29,8 @@ def text(value: bytes | str) -> str:
 def script(source: str) -> Script:
     """A Lua script on this process's client: EVALSHA, loaded into Redis on first use.
 
-    Kept per client, since registering hashes the source (2-3 % of a cached answer's CPU).
+    Kept per client, since registering hashes the source: a visible share of a cached
+    answer's CPU.
     """
     client = get_redis()
     key = (id(client), source)
