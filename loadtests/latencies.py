@@ -6,27 +6,14 @@ locust#331), so reports compute them here from every recorded latency instead.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from typing import Any
 
+from predictions.stats import percentile
+
+__all__ = ["PERCENTILES", "percentile", "summarize"]
+
 PERCENTILES = (50, 95, 99)
-
-
-def percentile(values: Sequence[float], q: float) -> float | None:
-    """The q-th percentile, linearly interpolated between the two closest ranks.
-
-    The same definition as numpy's default ("linear"), computed on the exact values:
-    never above the max, never below the min.
-    """
-    if not values:
-        return None
-    if not 0 <= q <= 100:
-        raise ValueError(f"percentile must be within 0..100, got {q}")
-    ordered = sorted(values)
-    rank = (len(ordered) - 1) * q / 100
-    low, high = math.floor(rank), math.ceil(rank)
-    return ordered[low] + (ordered[high] - ordered[low]) * (rank - low)
 
 
 def summarize(latencies_ms: Sequence[float], errors: int, window_s: float) -> dict[str, Any]:

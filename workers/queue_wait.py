@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import time
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +23,7 @@ from typing import Any
 from kombu.transport.redis import PRIORITY_STEPS, Channel
 
 from predictions.redis_client import get_redis
+from predictions.stats import percentile
 from workers.routing import QUEUES
 
 SENT_HEADER = "sent_at"
@@ -71,11 +71,8 @@ def _oldest_sent(raw: bytes | None) -> float | None:
 
 
 def p95(values: list[float]) -> float:
-    """Nearest-rank 95th percentile; 0 for no values."""
-    if not values:
-        return 0.0
-    ordered = sorted(values)
-    return ordered[max(1, math.ceil(0.95 * len(ordered))) - 1]
+    """The 95th percentile (the service's one definition); 0 for no values."""
+    return percentile(values, 95) or 0.0
 
 
 @dataclass(frozen=True)

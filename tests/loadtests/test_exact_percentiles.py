@@ -7,7 +7,8 @@ import random
 import numpy as np
 import pytest
 
-from loadtests.latencies import percentile, summarize
+from loadtests.latencies import summarize
+from predictions.stats import percentile
 
 
 def test_it_matches_numpy_on_raw_samples():
@@ -40,3 +41,24 @@ def test_the_summary_counts_errors_and_throughput():
 def test_a_percentile_out_of_range_is_refused():
     with pytest.raises(ValueError, match="0..100"):
         percentile([1.0], 101)
+
+
+def test_the_dashboard_and_the_reports_report_the_same_percentile():
+    """One definition: the dashboard's p95 of some latencies is the report's p95 of them."""
+    from webui.events.window import LiveWindow
+
+    latencies = [12.0, 15.0, 17.0, 40.0, 41.0, 90.0, 300.0]
+    window = LiveWindow()
+    window.started = 1_000.0
+    for i, latency in enumerate(latencies):
+        window.add({"kind": "request", "event": "submitted", "request_id": f"r{i}"}, now=1_001.0)
+        done = {"kind": "request", "event": "done", "request_id": f"r{i}", "latency_ms": latency}
+        window.add(done, now=1_002.0)
+    shown = window.stats(1_010.0)["1m"]
+    report = summarize(latencies, errors=0, window_s=10.0)
+    assert (shown["p50_ms"], shown["p95_ms"], shown["p99_ms"]) == (
+        report["p50_ms"],
+        report["p95_ms"],
+        report["p99_ms"],
+    )
+    assert shown["p95_ms"] == pytest.approx(float(np.percentile(latencies, 95)))

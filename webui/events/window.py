@@ -13,6 +13,8 @@ import time
 from collections import OrderedDict, deque
 from typing import Any
 
+from predictions.stats import percentile
+
 FINAL = ("done", "failed")
 STAGE_FIELDS = ("stage", "started_at", "finished_at", "duration_ms", "worker", "queue", "outcome")
 MAX_STAGES_PER_REQUEST = 32
@@ -21,14 +23,6 @@ RATE_SPAN_SECONDS = 10  # the throughput chart plots 10-second moving rates
 
 # Columns of one per-second counter row.
 SEC, SUBMITTED, COMPLETED, FAILED, CACHED, REFUSED, PRECOMPUTED = range(7)
-
-
-def percentile(sorted_values: list[float], q: float) -> float | None:
-    """Nearest-rank percentile (exact, from raw samples, no interpolation)."""
-    if not sorted_values:
-        return None
-    rank = max(1, math.ceil(q * len(sorted_values)))
-    return sorted_values[rank - 1]
 
 
 class LiveWindow:
@@ -208,9 +202,9 @@ class LiveWindow:
                 "answered_from_cache": counts[CACHED],
                 "computed_online": counts[COMPLETED] - counts[CACHED] - counts[PRECOMPUTED],
                 "precomputed": counts[PRECOMPUTED],
-                "p50_ms": percentile(latencies, 0.50),
-                "p95_ms": percentile(latencies, 0.95),
-                "p99_ms": percentile(latencies, 0.99),
+                "p50_ms": percentile(latencies, 50),
+                "p95_ms": percentile(latencies, 95),
+                "p99_ms": percentile(latencies, 99),
                 "samples": len(latencies),
                 "cache_hit_ratio": (
                     round(counts[CACHED] / counts[SUBMITTED], 4) if counts[SUBMITTED] else None
