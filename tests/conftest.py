@@ -18,8 +18,12 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 
 @pytest.fixture(scope="session")
 def celery_worker(django_db_setup: None, django_db_blocker: object) -> Iterator[str]:
-    """One real worker process consuming io and cpu, on the test database."""
-    proc = start_worker_process("test", "io,cpu")
+    """One real worker process consuming io and cpu, on the test database.
+
+    It does not cache its routing answers, so a test that starts or stops a gpu worker sees
+    the routes change as soon as the heartbeat does, instead of sleeping out a cache.
+    """
+    proc = start_worker_process("test", "io,cpu", extra_env={"ROUTING_CACHE_SECONDS": "0"})
     try:
         yield wait_for_worker("test@", proc, timeout=120)
     finally:
@@ -92,3 +96,17 @@ def replay(settings) -> Iterator[None]:
     yield
     get_redis().delete(market_clock.KEY, market.SEEN_KEY)
     price_chain.cache_clear()
+
+
+@pytest.fixture
+def io_paused(celery_worker: str) -> Iterator[None]:
+    """The suite's worker stops taking `io` tasks (they wait in the broker, or go to another
+    worker the test starts) until the test ends."""
+    from celery import current_app
+
+    control = current_app.control
+    control.cancel_consumer("io", destination=[celery_worker], reply=True, timeout=10)
+    try:
+        yield
+    finally:
+        control.add_consumer("io", destination=[celery_worker], reply=True, timeout=10)

@@ -13,6 +13,7 @@ import json
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -47,12 +48,20 @@ def clock_time(ts: float) -> str:
 class CircuitBreaker:
     """Open for ``open_seconds`` after a failure; closed again on expiry or success."""
 
-    def __init__(self, name: str, open_seconds: float = 300, redis_client: Any = None) -> None:
+    def __init__(
+        self,
+        name: str,
+        open_seconds: float = 300,
+        redis_client: Any = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        """`clock` gives epoch seconds; a test passes its own to step time without sleeping."""
         if open_seconds <= 0:
             raise ValueError(f"open_seconds must be positive, got {open_seconds}")
         self.name = name
         self.open_seconds = float(open_seconds)
         self._redis = redis_client
+        self._clock = clock
         self._redis_down_until = 0.0
         self._redis_failing = False
         self._open_key = f"breaker:{name}:open"
@@ -66,7 +75,7 @@ class CircuitBreaker:
 
     def record_failure(self, reason: str) -> None:
         """Open the circuit: call after a network failure, not after 'unknown symbol'."""
-        now = time.time()
+        now = self._clock()
         opened = _Opened(since=now, until=now + self.open_seconds, reason=reason)
         with _MEMORY_LOCK:
             _MEMORY_OPEN[self.name] = opened
@@ -119,7 +128,7 @@ class CircuitBreaker:
                 if last is None and with_last:
                     last = _MEMORY_LAST.get(self.name)
                 return opened, last, "redis"
-        now = time.time()
+        now = self._clock()
         with _MEMORY_LOCK:
             opened = _MEMORY_OPEN.get(self.name)
             if opened is not None and opened.until <= now:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 
 import pytest
 from django.db import connection
@@ -11,17 +10,15 @@ from rest_framework.test import APIClient
 
 from api import waiting
 from predictions.models import PredictionRequest
+from tests.support.waiting import eventually
 
 URL = "/api/v1/predictions/"
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def until_held(slots: int, timeout: float = 10.0) -> None:
+def until_held(slots: int) -> None:
     """Until this process holds that many ?wait slots (a thread is inside its wait)."""
-    deadline = time.monotonic() + timeout
-    while waiting.held() < slots:
-        assert time.monotonic() < deadline, f"{slots} waits never started"
-        time.sleep(0.01)
+    eventually(lambda: waiting.held() >= slots, what=f"{slots} waits starting", interval=0.01)
 
 
 def hold(url: str, address: str, started: threading.Event) -> threading.Thread:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import time
 
 import pytest
-from celery import current_app
 from django.conf import settings
 
 from predictions.models import PredictionRequest
@@ -16,15 +15,6 @@ from workers import pipeline, presence
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration]
 WAITING = 4  # io tasks at once, each held 3 s by the emulated price latency
-
-
-@pytest.fixture
-def io_paused(celery_worker):
-    """The suite's worker stops taking io tasks, so the worker under test gets them all."""
-    control = current_app.control
-    control.cancel_consumer("io", destination=[celery_worker], reply=True, timeout=10)
-    yield
-    control.add_consumer("io", destination=[celery_worker], reply=True, timeout=10)
 
 
 def pool_sizes_under_load(name: str, extra_env: dict[str, str]) -> tuple[int, list[int]]:

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 from devstack.supervisor import FIRST_DELAY, MAX_DELAY, Supervisor
+from tests.support.waiting import eventually
 
 SLEEPER = [sys.executable, "-c", "import time; time.sleep(600)"]
 # A child that starts a grandchild in its group, as a Celery worker starts its pool.
@@ -29,13 +30,6 @@ def alive(pid: int) -> bool:
         return False
     with open(f"/proc/{pid}/stat") as stat:  # a zombie is not alive
         return stat.read().split()[2] != "Z"
-
-
-def until(condition, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "the condition did not come true in time"
-        time.sleep(0.05)
 
 
 def group_pids(pgid: int) -> list[int]:
@@ -63,7 +57,7 @@ def test_a_killed_child_is_back_within_its_backoff_and_the_others_keep_running(t
             stack.check()
             return stack.pid("relay") not in (None, relay)
 
-        until(relay_back)
+        eventually(relay_back, what="the relay restarting")
         assert time.monotonic() - started < 10
         assert stack.pid("web") == web  # untouched
         assert said[0] == f"relay exited with code -9; restarting in {FIRST_DELAY:g} s"
@@ -81,7 +75,9 @@ def test_a_child_that_keeps_dying_waits_longer_each_time(tmp_path):
     try:
         delays = []
         for _ in range(7):
-            until(lambda: stack.children["queue"].proc.poll() is not None)
+            eventually(
+                lambda: stack.children["queue"].proc.poll() is not None, what="the queue exiting"
+            )
             stack.check()  # notices the exit, schedules the restart
             delays.append(stack.children["queue"].restart_at - now[0])
             now[0] = stack.children["queue"].restart_at
@@ -96,7 +92,9 @@ def test_stop_ends_every_group_grandchildren_included(tmp_path):
     stack = Supervisor({"worker": PARENT}, cwd=tmp_path, say=lambda line: None)
     stack.start()
     pgid = stack.pid("worker")
-    until(lambda: len(group_pids(pgid)) >= 2)  # the child and its grandchild
+    eventually(
+        lambda: len(group_pids(pgid)) >= 2, what="the grandchild starting"
+    )  # the child and its grandchild
     members = group_pids(pgid)
     stack.stop(grace=5)
-    until(lambda: not any(alive(pid) for pid in members))
+    eventually(lambda: not any(alive(pid) for pid in members), what="the group ending")

@@ -9,8 +9,7 @@ from __future__ import annotations
 
 import os
 import signal
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 
 import pytest
 from celery import current_app
@@ -20,6 +19,7 @@ from predictions.models import ForecastRecord, ForecastScore
 from predictions.sources import price_chain
 from tests.support.api import submit_and_wait
 from tests.support.processes import start_worker_process, stop_process, wait_for_worker
+from tests.support.waiting import eventually
 from workers import market, routing
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration]
@@ -32,15 +32,6 @@ REPLAY_ENV = {
     "PRECOMPUTE_SYMBOLS": "",
 }
 QUEUES = f"{routing.IO},{routing.CPU},{routing.SCORING}"
-
-
-def eventually(what: str, condition: Callable[[], bool], timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.2)
-    raise AssertionError(f"{what} did not happen within {timeout:.0f} s")
 
 
 @pytest.fixture
@@ -89,7 +80,7 @@ def test_every_forecast_of_record_is_scored_once_across_a_worker_kill(
         records = list(ForecastRecord.objects.filter(symbol="AAPL", horizon=2))
         assert len(records) == 4
         for record in records:
-            eventually(f"{record} scored", lambda record=record: fully_scored(record))
+            eventually(lambda record=record: fully_scored(record), 60, f"{record} scored", 0.2)
     finally:
         stop_process(worker)
 

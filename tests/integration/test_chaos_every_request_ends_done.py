@@ -14,7 +14,7 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,6 +23,7 @@ import requests
 from loadtests.deployment import Deployment, Setup, migrated_template
 from loadtests.procs import Supervisor
 from tests.support.loadtests import alive
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.integration
 
@@ -47,15 +48,6 @@ def pool_processes(main: subprocess.Popen[bytes]) -> list[int]:
         ["pgrep", "-P", str(main.pid)], capture_output=True, text=True, check=False
     )
     return [int(pid) for pid in found.stdout.split()]
-
-
-def wait_for(what: str, ready: Callable[[], bool], timeout_s: float) -> None:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        if ready():
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"{what} did not happen within {timeout_s:.0f} s")
 
 
 @pytest.fixture
@@ -94,7 +86,7 @@ def test_every_request_ends_done_through_kills_and_a_redis_restart(deployment: D
 
     # A pool process of w1 dies mid-task (the OOM killer's way).
     w1 = deployment.worker_process(1)
-    wait_for("w1's pool to start", lambda: len(pool_processes(w1)) == 2, 30)
+    eventually(lambda: len(pool_processes(w1)) == 2, 30, "w1's pool starting", 0.5)
     victim = pool_processes(w1)[0]
     os.kill(victim, signal.SIGKILL)
 
@@ -120,7 +112,9 @@ def test_every_request_ends_done_through_kills_and_a_redis_restart(deployment: D
             requests.get(f"{api}{request_id}/", timeout=10).json()["status"] for request_id in ids
         ]
 
-    wait_for("every request to end", lambda: all(s in ("done", "failed") for s in states()), 240)
+    eventually(
+        lambda: all(s in ("done", "failed") for s in states()), 240, "every request ending", 0.5
+    )
     finished = [requests.get(f"{api}{request_id}/", timeout=10).json() for request_id in ids]
     failures = [(f["symbol"], f["horizon"], f["error"]) for f in finished if f["status"] != "done"]
     assert not failures, failures

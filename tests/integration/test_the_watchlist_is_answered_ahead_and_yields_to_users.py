@@ -3,8 +3,6 @@ and users' requests go ahead of precomputation in the broker."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from celery import current_app
 
@@ -31,17 +29,6 @@ def test_a_watchlist_question_is_a_cache_hit_that_says_it_was_precomputed(
     assert hit.json()["id"] == str(ahead.id)
     again = watchlist.refresh()
     assert (again.started, again.fresh) == ([], 1)
-
-
-@pytest.fixture
-def io_paused(celery_worker: str) -> Iterator[None]:
-    """The worker stops taking `io` tasks, so everything sent meanwhile waits in the broker."""
-    control = current_app.control
-    control.cancel_consumer("io", destination=[celery_worker], reply=True, timeout=10)
-    try:
-        yield
-    finally:
-        control.add_consumer("io", destination=[celery_worker], reply=True, timeout=10)
 
 
 def test_a_users_request_sent_after_the_precomputations_still_finishes_first(

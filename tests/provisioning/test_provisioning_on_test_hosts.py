@@ -13,7 +13,6 @@ import io
 import os
 import subprocess
 import sys
-import time
 from datetime import timedelta
 from pathlib import Path
 
@@ -24,6 +23,7 @@ from django.utils import timezone
 
 from predictions.models import PredictionRequest
 from provisioning.models import RunStatus
+from tests.support.waiting import eventually
 
 URL = "/api/v1/predictions/"
 PLAYBOOKS = Path(__file__).resolve().parents[2] / "playbooks"
@@ -196,12 +196,12 @@ def test_the_scheduler_runs_on_the_first_web_host_and_its_sweeper_fails_late_req
     late = PredictionRequest.queued(symbol="AAPL", horizon=7, strategy="chord")
     late.deadline = timezone.now() - timedelta(seconds=5)
     late.save()
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
+
+    def late_failed() -> bool:
         late.refresh_from_db()
-        if late.status == "failed":
-            break
-        time.sleep(1)
+        return late.status == "failed"
+
+    eventually(late_failed, 90, "the sweeper failing the late request", 1.0)
     assert late.status == "failed" and "No worker picked this request up" in late.error
     prefix = cluster.net.hosts["host1"].prefix
     assert list((prefix / "var").glob("celerybeat-schedule*"))  # beat started there
@@ -247,10 +247,9 @@ def _pids(alive: dict[str, dict]) -> dict[str, int]:
 
 def _wait_until_busy(app, node: str) -> None:
     """Until the worker holds a task (an event, not a timing); bounded."""
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        reply = app.control.inspect(destination=[node], timeout=1.0).active() or {}
-        if reply.get(node):
-            return
-        time.sleep(0.2)
-    pytest.fail(f"{node} never picked a task up")
+    eventually(
+        lambda: (app.control.inspect(destination=[node], timeout=1.0).active() or {}).get(node),
+        120,
+        f"{node} picking a task up",
+        0.2,
+    )

@@ -1,33 +1,25 @@
 """TensorFlow work follows the hardware: `gpu` while a gpu worker lives, else `cpu`.
 
-A second real worker started with `--gpu on` stands in for a GPU machine. The router's
-answer is cached per process for ROUTING_CACHE_SECONDS, and the coordinator that routes
-runs inside the io worker, so the test waits that long after the gpu worker comes or goes.
+A second real worker started with `--gpu on` stands in for a GPU machine. The coordinator
+that routes runs inside the suite's io worker, which does not cache its routing answers
+(ROUTING_CACHE_SECONDS=0, see tests/conftest.py): once the gpu worker's heartbeat is there,
+or gone, the next prediction is routed accordingly.
 """
 
 from __future__ import annotations
 
-import time
-
 import pytest
-from django.conf import settings
 
 from tests.support.api import predict_cold, stages_by_name
 from tests.support.processes import start_worker_process, stop_process, wait_for_worker
+from tests.support.waiting import eventually
 from workers import presence
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration]
 
 
-def let_routing_caches_expire() -> None:
-    time.sleep(settings.ROUTING_CACHE_SECONDS + 0.5)
-
-
-def wait_until_no_gpu_consumer(timeout: float = 30) -> None:
-    deadline = time.monotonic() + timeout
-    while presence.consumers_of("gpu"):
-        assert time.monotonic() < deadline, "the gpu worker's heartbeat did not go away"
-        time.sleep(0.2)
+def wait_until_no_gpu_consumer() -> None:
+    eventually(lambda: not presence.consumers_of("gpu"), 30, "the gpu heartbeat going", 0.2)
 
 
 def test_tensorflow_models_go_to_a_live_gpu_worker_and_back_to_cpu(staff_api_client, celery_worker):
@@ -36,7 +28,6 @@ def test_tensorflow_models_go_to_a_live_gpu_worker_and_back_to_cpu(staff_api_cli
         gpu_worker = wait_for_worker("gpu@", gpu_proc, timeout=120)
         info = next(w for w in presence.alive_workers() if w["hostname"] == gpu_worker)
         assert info["queues"] == ["gpu"] and info["gpu"] is True
-        let_routing_caches_expire()
 
         stages = stages_by_name(predict_cold(staff_api_client, symbol="IBM", strategy="chord"))
         assert (stages["model:lstm"]["queue"], stages["model:lstm"]["worker"]) == (
@@ -57,7 +48,6 @@ def test_tensorflow_models_go_to_a_live_gpu_worker_and_back_to_cpu(staff_api_cli
         stop_process(gpu_proc)
 
     wait_until_no_gpu_consumer()
-    let_routing_caches_expire()
     stages = stages_by_name(predict_cold(staff_api_client, symbol="IBM", strategy="chord"))
     assert (stages["model:lstm"]["queue"], stages["model:lstm"]["worker"]) == (
         "cpu",
