@@ -75,6 +75,21 @@ def _clean_redis_state() -> Iterator[None]:
     yield
 
 
+@pytest.fixture(autouse=True)
+def _rate_windows_start_with_the_test(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Rate-limit windows are fixed (a new one every period of the wall clock); in this
+    process each test counts in the window of its start, so requests that straddle a
+    boundary are not split over two windows and a limit test cannot pass or fail by when
+    it ran. Worker processes keep the real clock."""
+    import time
+    from types import SimpleNamespace
+
+    from predictions import rate_limits
+
+    started = time.time()
+    monkeypatch.setattr(rate_limits, "time", SimpleNamespace(time=lambda: started))
+
+
 @pytest.fixture
 def replay(settings) -> Iterator[None]:
     """A paused market-clock replay at 2013-01-02 (a Wednesday) that moves only when the test
