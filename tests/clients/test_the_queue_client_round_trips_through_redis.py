@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import signal
-import time
 
 import pytest
 from celery import current_app
@@ -15,7 +14,14 @@ from stockserve_client import InputQueue, OutputQueue
 
 from predictions.models import PredictionRequest
 from tests.support.api import finished_prediction
-from tests.support.queue import answers_on_the_stream, clear_queue, consumer, start_consumer
+from tests.support.queue import (
+    answers_on_the_stream,
+    clear_queue,
+    consumer,
+    every_question_handled,
+    start_consumer,
+)
+from tests.support.waiting import eventually
 from webui.events.system import queue_depths
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration]
@@ -38,7 +44,7 @@ def test_a_question_is_answered_by_id_and_once_on_the_output_stream(celery_worke
             len(answer.forecast) == 2 and answer.lower[1] <= answer.forecast[1] <= answer.upper[1]
         )
         inputs.enqueue("q-1", symbol="MSFT", horizon=2)  # the same id again
-        time.sleep(2)
+        eventually(every_question_handled, 30, "the consumer handling the duplicate")
     assert answers_on_the_stream("q-1") == 1
     assert PredictionRequest.objects.filter(symbol="MSFT", horizon=2).count() == 1
     assert [a.request_id for a in outputs.dequeue(block_ms=100)] == ["q-1"]
@@ -73,12 +79,11 @@ def test_a_question_held_by_a_killed_consumer_is_claimed_and_answered_once(celer
         first = start_consumer("doomed", claim_idle=2)
         waiting = queue_depths()["io"]
         inputs.enqueue("q-kill", symbol="GOOG", horizon=2)
-        deadline = time.monotonic() + 60
         # Killed once its first task is queued: a kill between the row's commit and the
         # dispatch leaves the request to the sweeper (not running here), not to the heir.
-        while queue_depths()["io"] == waiting:
-            assert time.monotonic() < deadline, "the first consumer never dispatched the question"
-            time.sleep(0.2)
+        eventually(
+            lambda: queue_depths()["io"] != waiting, 60, "the first consumer dispatching", 0.2
+        )
         assert PredictionRequest.objects.filter(symbol="GOOG").count() == 1
         os.killpg(first.pid, signal.SIGKILL)
         first.wait(timeout=10)

@@ -9,7 +9,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 
 import pyarrow.parquet as pq
 import pytest
@@ -17,6 +16,7 @@ from django.core.management import call_command
 
 from predictions.models import PredictionRequest
 from tests.support.processes import ROOT, database_url_for_workers
+from tests.support.waiting import eventually
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration]
 
@@ -66,9 +66,7 @@ def test_a_batch_killed_mid_run_resumes_and_keeps_what_it_finished(celery_worker
     argv += ["--horizons", "1,3", "--out", str(out), "--in-flight", "1", "--fresh", "--quiet"]
     env = {**os.environ, "DATABASE_URL": database_url_for_workers()}
     batch = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and (not out.exists() or len(read_csv(out)) < 2):
-        time.sleep(0.2)
+    eventually(lambda: out.exists() and len(read_csv(out)) >= 2, 120, "two pairs written", 0.2)
     batch.send_signal(signal.SIGTERM)
     assert batch.wait(timeout=30) == 130
     kept = {(r["symbol"], r["horizon"]) for r in read_csv(out)}

@@ -4,7 +4,6 @@ relay process, and a program following the symbol's stream."""
 from __future__ import annotations
 
 import json
-import time
 from collections.abc import Iterator
 
 import pytest
@@ -17,6 +16,7 @@ from config.asgi import application
 from predictions import market_events
 from predictions.redis_client import get_redis
 from tests.support.live import live_stack, run_async, ws_headers
+from tests.support.waiting import eventually
 from workers import market
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration]
@@ -25,10 +25,11 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration]
 @pytest.fixture
 def relay(django_db_setup: None) -> Iterator[None]:
     with live_stack():
-        deadline = time.monotonic() + 30
-        while not get_redis().pubsub_numsub(market_events.CHANNEL)[0][1]:
-            assert time.monotonic() < deadline, "the relay never subscribed to market events"
-            time.sleep(0.05)
+        eventually(
+            lambda: get_redis().pubsub_numsub(market_events.CHANNEL)[0][1],
+            30,
+            "the relay subscribing to market events",
+        )
         yield
 
 

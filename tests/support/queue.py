@@ -46,3 +46,13 @@ def clear_queue() -> None:
 def answers_on_the_stream(request_id: str) -> int:
     entries = get_redis().xrange(protocol.OUTPUT_STREAM)
     return sum(1 for _, fields in entries if fields.get(b"request_id") == request_id.encode())
+
+
+def every_question_handled() -> bool:
+    """The consumers have read every input entry and acknowledged each one."""
+    redis = get_redis()
+    last = redis.xinfo_stream(protocol.INPUT_STREAM)["last-generated-id"]
+    for group in redis.xinfo_groups(protocol.INPUT_STREAM):
+        if group["name"] == protocol.SERVER_GROUP.encode():
+            return group["last-delivered-id"] == last and group["pending"] == 0
+    return False

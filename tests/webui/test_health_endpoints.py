@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
 from predictions.redis_client import get_redis
+from tests.support.waiting import eventually
 from workers import presence
 
 pytestmark = pytest.mark.django_db
@@ -80,10 +79,10 @@ def test_an_autoscaled_pool_is_ready_once_its_minimum_is_warm(client, no_workers
 @pytest.mark.integration
 @pytest.mark.django_db(transaction=True)
 def test_a_real_worker_counts_its_pool_processes_warm(celery_worker):
-    deadline = time.monotonic() + 90
-    while time.monotonic() < deadline:
+
+    def warm() -> dict | None:
         worker = next(w for w in presence.alive_workers() if w["hostname"] == celery_worker)
-        if presence.is_ready(worker):
-            break
-        time.sleep(0.5)
+        return worker if presence.is_ready(worker) else None
+
+    worker = eventually(warm, 90, "the worker's pool warming up", 0.5)
     assert worker["warm_processes"] >= worker["concurrency"] == 2
