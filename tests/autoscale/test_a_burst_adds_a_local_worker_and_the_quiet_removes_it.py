@@ -4,8 +4,6 @@ stops that worker, and every task of the burst, a real prediction's included, fi
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from celery import current_app
 
@@ -16,6 +14,7 @@ from provisioning.autoscale.managed import all_managed
 from provisioning.autoscale.policy import Limits, Policy
 from provisioning.models import ScalingDecision
 from tests.support.processes import database_url_for_workers
+from tests.support.waiting import eventually
 from workers import pipeline, queue_wait
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration]
@@ -23,11 +22,15 @@ BURST = 30
 
 
 def tick_until(controller, condition, seconds, what):
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, f"{what} within {seconds} s"
+    """The controller ticks every half second until `condition` holds."""
+
+    def ticked() -> bool:
+        if condition():
+            return True
         controller.tick()
-        time.sleep(0.5)
+        return False
+
+    eventually(ticked, seconds, what, 0.5)
 
 
 def test_a_burst_adds_a_local_worker_and_the_quiet_removes_it(celery_worker, monkeypatch, tmp_path):

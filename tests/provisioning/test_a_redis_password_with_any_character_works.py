@@ -4,7 +4,6 @@ parses back to it, and a real redis-server reading the rendered requirepass acce
 from __future__ import annotations
 
 import subprocess
-import time
 from pathlib import Path
 
 import jinja2
@@ -14,6 +13,7 @@ import yaml
 from redis.connection import parse_url
 
 from devstack.redis import free_port, redis_server_binary
+from tests.support.waiting import eventually
 
 PLAYBOOKS = Path(__file__).resolve().parents[2] / "playbooks"
 PASSWORDS = ["a/b/c-long-password", 'with "quotes" and # hash', "back\\slash:@ and spaces"]
@@ -54,15 +54,15 @@ def test_redis_accepts_the_rendered_requirepass(tmp_path, password):
     server = subprocess.Popen([redis_server_binary(), str(conf)], stdout=subprocess.DEVNULL)
     try:
         client = redis.Redis(port=port, password=password, socket_connect_timeout=1)
-        deadline = time.monotonic() + 10
-        while True:  # until it listens (or it exits: it refused the rendered config)
+
+        def listening() -> bool:  # (or it exited: it refused the rendered config)
+            assert server.poll() is None, "redis-server refused the rendered config"
             try:
-                assert client.ping()
-                break
+                return bool(client.ping())
             except redis.ConnectionError:
-                assert server.poll() is None, "redis-server refused the rendered config"
-                assert time.monotonic() < deadline, "redis-server never listened"
-                time.sleep(0.05)
+                return False
+
+        eventually(listening, 10, "redis-server listening")
         with pytest.raises(redis.AuthenticationError):
             redis.Redis(port=port, password="wrong").ping()
     finally:
