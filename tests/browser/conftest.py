@@ -37,3 +37,13 @@ def page(browser) -> Iterator[object]:
     page = context.new_page()
     yield page
     context.close()
+
+
+@pytest.fixture(scope="package")
+def ws_port(django_db_setup: None) -> Iterator[int]:
+    """uvicorn and the relay as processes, started once for the browser tests that need
+    them: the pages only read from them, and each test sets settings.WS_PORT itself."""
+    from tests.support.live import live_stack
+
+    with live_stack() as port:
+        yield port

@@ -6,21 +6,13 @@ worker process, Redis, the database and headless Chromium.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from provisioning.models import ScalingDecision
-from tests.support.live import live_stack, login_in_browser, make_user
+from tests.support.live import login_in_browser, make_user
 from workers import scaling_feed
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
-
-
-@pytest.fixture(scope="module")
-def ws_port(django_db_setup: None) -> Iterator[int]:
-    with live_stack() as port:
-        yield port
 
 
 def test_the_dashboard_shows_a_prediction_live_with_its_waterfall(

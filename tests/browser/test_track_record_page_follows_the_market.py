@@ -7,21 +7,12 @@ them, on a replayed market clock."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from tests.market.test_forecasts_of_record_are_scored_once_when_their_days_come import finished
-from tests.support.live import live_stack
 from workers import market
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
-
-
-@pytest.fixture(scope="module")
-def ws_port(django_db_setup: None) -> Iterator[int]:
-    with live_stack() as port:
-        yield port
 
 
 def test_a_new_forecast_appears_on_the_track_record_without_a_reload(
