@@ -6,6 +6,7 @@ name when it does not happen in time.
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Callable
 from typing import TypeVar
@@ -31,3 +32,20 @@ def eventually(
         if time.monotonic() >= deadline:
             raise AssertionError(f"{what} did not happen within {timeout:g} s")
         time.sleep(interval)
+
+
+async def eventually_async(
+    condition: Callable[[], T],
+    timeout: float = 10.0,
+    what: str = "the condition",
+    interval: float = 0.02,
+) -> T:
+    """`eventually` inside an event loop: it yields to the loop between checks."""
+    deadline = time.monotonic() + timeout
+    while True:
+        found = condition()
+        if found:
+            return found
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"{what} did not happen within {timeout:g} s")
+        await asyncio.sleep(interval)

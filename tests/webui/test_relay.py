@@ -19,6 +19,7 @@ from predictions import progress
 from predictions.models import PredictionRequest
 from predictions.redis_client import get_redis
 from tests.support.live import make_user, run_async, session_for, ws_headers
+from tests.support.waiting import eventually_async
 from webui.events.groups import SNAPSHOT_KEY
 from webui.events.relay import Relay
 
@@ -49,13 +50,6 @@ def publish_a_whole_request(request: PredictionRequest) -> None:
     progress.publish_request("done", request)
 
 
-async def wait_for(condition, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not reached"
-        await asyncio.sleep(0.02)
-
-
 def test_a_burst_of_events_reaches_each_group_as_one_batch():
     key = session_for(make_user("ops", staff=True))
     request = PredictionRequest.objects.create(symbol="IBM", horizon=3)
@@ -79,7 +73,7 @@ def test_a_burst_of_events_reaches_each_group_as_one_batch():
         try:
             await asyncio.wait_for(relay.ready.wait(), 10)
             await sync_to_async(publish_a_whole_request)(request)
-            await wait_for(lambda: relay.window.total_events >= 8)
+            await eventually_async(lambda: relay.window.total_events >= 8, what="8 events relayed")
             await relay.flush(redis)
 
             batch = await dashboard.receive_json_from(timeout=5)
