@@ -190,6 +190,11 @@ class Controller:
         """Before each action: still the leader? The lock is re-checked and extended in one
         atomic step, so a round slower than the lock's timeout cannot act beside the
         controller that took over meanwhile (LostLead ends the round)."""
+        if not self.leading:  # a round run on its own (not through run()): take the lock
+            self.leading = bool(self.lock.acquire(blocking=False))
+            if not self.leading:
+                raise LostLead
+            return
         try:
             self.lock.reacquire()
         except redis.exceptions.LockError as exc:
