@@ -14,12 +14,20 @@ import time
 from typing import Any
 
 from redis.exceptions import RedisError
-from stockserve_client.market import BAR, FORECAST, MARKET_MAXLEN, SCORED, market_stream
 
 from predictions.redis_client import get_redis
 
 log = logging.getLogger(__name__)
 CHANNEL = "stockserve:market-events"
+# The wire format programs follow with `stockserve_client.market` (a package the service's
+# workers do not install, so it is spelled out here; a test holds the two equal).
+MARKET_PREFIX = "stockserve:market:"
+MARKET_MAXLEN = 1000
+BAR, FORECAST, SCORED = "bar", "forecast", "scored"
+
+
+def market_stream(symbol: str) -> str:
+    return f"{MARKET_PREFIX}{symbol.strip().upper()}"
 
 
 def publish(kind: str, symbol: str, **data: Any) -> None:

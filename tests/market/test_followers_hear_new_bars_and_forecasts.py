@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import pytest
 from django.conf import settings as django_settings
+from stockserve_client import market as client
 from stockserve_client.market import BAR, FORECAST, MarketFeed
 
+from predictions import market_events as service
 from predictions.sources import price_chain
 from tests.market.test_forecasts_of_record_are_scored_once_when_their_days_come import finished
 from workers import market
@@ -30,3 +32,16 @@ def test_a_clock_step_and_a_new_forecast_reach_a_following_program(replay, djang
     assert [(e.data["prediction_id"], e.data["horizon"]) for e in forecasts] == [
         (str(public.id), 2)
     ]
+
+
+def test_the_service_and_the_client_agree_on_the_wire_format():
+    assert (service.MARKET_PREFIX, service.MARKET_MAXLEN) == (
+        client.MARKET_PREFIX,
+        client.MARKET_MAXLEN,
+    )
+    assert (service.BAR, service.FORECAST, service.SCORED) == (
+        client.BAR,
+        client.FORECAST,
+        client.SCORED,
+    )
+    assert service.market_stream(" ibm ") == client.market_stream(" ibm ")
