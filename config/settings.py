@@ -119,7 +119,11 @@ TEMPLATES = [
 
 # --- Database: SQLite under var/ by default, PostgreSQL (or any) through DATABASE_URL.
 DATABASE_URL = env_str("DATABASE_URL", f"sqlite:///{VAR_DIR / 'db.sqlite3'}")
-DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
+# Connections live 60 s across requests and tasks; a health check first replaces one the
+# server closed meanwhile (a PostgreSQL restart, an idle timeout) instead of failing the request.
+DATABASES = {
+    "default": dj_database_url.parse(DATABASE_URL, conn_max_age=60, conn_health_checks=True)
+}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL lets the web process read while a worker writes; IMMEDIATE avoids lock upgrades.
     DATABASES["default"]["CONN_MAX_AGE"] = 0
