@@ -91,7 +91,9 @@ def test_the_provisioned_workers_run_a_real_prediction(cluster, staff_api_client
 def test_a_second_add_changes_nothing(cluster):
     pid_before = cluster.alive()[cluster.node("host1")]["pid"]
 
-    out, run, error = cluster.workers("add", "host1", "--queues", "io,cpu", "--concurrency", "1")
+    out, run, error = cluster.workers(
+        "add", "host1", "--queues", "io,cpu,scoring", "--concurrency", "1"
+    )
 
     assert error is None, out
     assert run.status == RunStatus.SUCCEEDED
@@ -109,7 +111,7 @@ def test_status_and_list_show_the_running_workers(cluster):
     listing = io.StringIO()
     call_command("workers", "list", "-i", str(cluster.inventory), stdout=listing)
     lines = {line.split()[0]: line for line in listing.getvalue().splitlines()[1:]}
-    assert cluster.node("host1") in lines["host1"] and "[cpu,io] x1" in lines["host1"]
+    assert cluster.node("host1") in lines["host1"] and "[cpu,io,scoring] x1" in lines["host1"]
     assert cluster.node("host2") in lines["host2"]
     assert "not alive" in lines["host3"]
 

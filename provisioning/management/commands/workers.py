@@ -53,7 +53,9 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         sub = parser.add_subparsers(dest="action", required=True)
         add = sub.add_parser("add", help="install and start the worker of HOST")
-        add.add_argument("--queues", help="comma-separated: io, cpu, gpu (default: its group's)")
+        add.add_argument(
+            "--queues", help="comma-separated: io, cpu, gpu, scoring (default: its group's)"
+        )
         add.add_argument("--concurrency", help="pool processes (default: its group's)")
         remove = sub.add_parser("remove", help="drain, stop and remove the worker of HOST")
         status = sub.add_parser("status", help="ask HOST what runs there")
