@@ -6,7 +6,8 @@ day, replayed or live, is handled once (Redis remembers the last day seen): the 
 answers of every question are superseded (they saw yesterday's bars), the watchlist is
 refreshed for the new bar, and `score_forecasts` is queued. Scoring runs on its own queue,
 never in a request, and each run scores at most SCORE_BATCH forecasts per symbol, queuing
-itself again while any are left.
+itself again while any are left; after a symbol's new scores, model health tests its
+models (`predictions.model_health`), and a model demoted now gets its symbol retrained.
 """
 
 from __future__ import annotations
