@@ -16,6 +16,7 @@ import redis.asyncio as aioredis
 
 from predictions.market_events import CHANNEL
 from webui.events.groups import symbol_group
+from webui.events.subscription import follow_channel
 
 log = logging.getLogger(__name__)
 
@@ -23,22 +24,12 @@ log = logging.getLogger(__name__)
 async def forward_market_events(layer: Any, redis_url: str, stop: asyncio.Event) -> None:
     """Until `stop` is set; a lost subscription is taken again after a second."""
     redis = aioredis.from_url(redis_url)
+
+    async def handle(data: bytes) -> None:
+        await forward(layer, data)
+
     try:
-        while not stop.is_set():
-            pubsub = redis.pubsub(ignore_subscribe_messages=True)
-            try:
-                await pubsub.subscribe(CHANNEL)
-                while not stop.is_set():
-                    message = await pubsub.get_message(timeout=1.0)
-                    if message is not None:
-                        await forward(layer, message["data"])
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("market event subscription lost; subscribing again in 1 s")
-                await asyncio.sleep(1.0)
-            finally:
-                await pubsub.aclose()
+        await follow_channel(redis, CHANNEL, handle, stop)
     finally:
         await redis.aclose()
 

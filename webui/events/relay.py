@@ -34,6 +34,7 @@ from webui.events.groups import (
     SNAPSHOT_TTL_SECONDS,
     request_group,
 )
+from webui.events.subscription import follow_channel
 from webui.events.window import LiveWindow
 
 log = logging.getLogger(__name__)
@@ -84,22 +85,10 @@ class Relay:
             await redis.aclose()
 
     async def _read_forever(self, redis: aioredis.Redis, stop: asyncio.Event) -> None:
-        while not stop.is_set():
-            pubsub = redis.pubsub(ignore_subscribe_messages=True)
-            try:
-                await pubsub.subscribe(EVENTS_CHANNEL)
-                self.ready.set()
-                while not stop.is_set():
-                    message = await pubsub.get_message(timeout=1.0)
-                    if message is not None:
-                        self._fold(message["data"])
-            except asyncio.CancelledError:
-                raise
-            except Exception:
-                log.exception("event subscription lost; resubscribing in 1 s")
-                await asyncio.sleep(1.0)
-            finally:
-                await pubsub.aclose()
+        async def fold(data: bytes) -> None:
+            self._fold(data)
+
+        await follow_channel(redis, EVENTS_CHANNEL, fold, stop, subscribed=self.ready)
 
     def _fold(self, data: bytes) -> None:
         """One event into the window; a malformed one is logged and dropped, never the
