@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from django.conf import settings
 
-from predictions.redis_client import get_redis, script
+from predictions.redis_client import get_redis, script, text
 
 PREFIX = "stockserve:answer"
 
@@ -64,3 +64,16 @@ def supersede(symbol: str, horizon: int, version: float) -> None:
         return
     keys = [answer_key(symbol, horizon), _version_key(symbol, horizon)]
     script(_SUPERSEDE)(keys, [repr(version), settings.PREDICTION_CACHE_TTL])
+
+
+def supersede_all(version: float) -> int:
+    """A new market day: every stored answer saw older bars. Drops each one and refuses
+    renders older than `version`; how many questions it covered."""
+    if not enabled():
+        return 0
+    superseded = 0
+    for key in get_redis().scan_iter(match=f"{PREFIX}:*"):
+        _prefix, symbol, horizon = text(key).rsplit(":", 2)
+        supersede(symbol, int(horizon), version)
+        superseded += 1
+    return superseded

@@ -61,7 +61,7 @@ def new_day_if_any() -> str | None:
 def on_new_day(day: str) -> None:
     """Answers computed on older bars stop being served; followers hear of the new bars;
     forecasts that matured are scored; the watchlist asks again for the new bar."""
-    supersede_stored_answers()
+    answer_cache.supersede_all(time.time())
     announce_bars(day)
     score_forecasts.apply_async(queue=SCORING)
     try:
@@ -89,17 +89,6 @@ def announce_bars(day: str) -> None:
             continue
         if history.last_bar_date.isoformat() == day:
             market_events.bar(symbol, day, round(float(history.adj_close[-1]), 4))
-
-
-def supersede_stored_answers() -> int:
-    """Drop every stored answer and refuse renders older than now."""
-    now = time.time()
-    superseded = 0
-    for key in get_redis().scan_iter(match=f"{answer_cache.PREFIX}:*"):
-        _prefix, symbol, horizon = text(key).rsplit(":", 2)
-        answer_cache.supersede(symbol, int(horizon), now)
-        superseded += 1
-    return superseded
 
 
 @shared_task(name=SCORE_FORECASTS, ignore_result=True)

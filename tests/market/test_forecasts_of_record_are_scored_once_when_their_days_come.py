@@ -11,7 +11,7 @@ from datetime import date
 
 import pytest
 
-from predictions import market_clock
+from predictions import answer_cache, market_clock
 from predictions.forecasting.proper_scores import interval_score
 from predictions.models import ForecastRecord, ForecastScore, PredictionRequest
 from predictions.sources import price_chain
@@ -58,8 +58,12 @@ def test_the_replay_serves_history_only_up_to_its_date_and_steps_trading_days(re
 def test_a_new_day_retires_the_answers_computed_on_older_bars(replay):
     answer = finished("AAPL", "2013-01-02", 549.0, [550.0, 551.0])
     assert PredictionRequest.objects.answer_for("AAPL", 2) == answer
+    version = answer.finished_at.timestamp()
+    assert answer_cache.store("AAPL", 2, b'{"id": "stored"}', version, ttl=60)
     market.control("step", {"days": 1})
     assert PredictionRequest.objects.answer_for("AAPL", 2) is None
+    assert answer_cache.lookup("AAPL", 2) is None  # the stored bytes went too
+    assert not answer_cache.store("AAPL", 2, b'{"id": "stored"}', version, ttl=60)  # for good
 
 
 def test_two_ticks_racing_for_one_step_move_the_clock_once(replay):
