@@ -15,6 +15,7 @@ from config.asgi import application
 from predictions import market_events
 from predictions.redis_client import get_redis
 from tests.support.live import run_async, ws_headers
+from tests.support.waiting import eventually_async
 from webui.events.market_relay import forward, forward_market_events
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -70,10 +71,7 @@ def test_the_relay_forwards_what_a_worker_publishes():
         relay = asyncio.create_task(
             forward_market_events(get_channel_layer(), settings.REDIS_URL, stop)
         )
-        for _ in range(100):  # until the relay's subscription is in place
-            if await asyncio.to_thread(subscribed):
-                break
-            await asyncio.sleep(0.05)
+        await eventually_async(subscribed, 10, "the market relay subscribing")
         await asyncio.to_thread(market_events.bar, "^GSPC", "2013-01-03", 1459.37)
         event = json.loads(await communicator.receive_from(timeout=5))["event"]
         assert (event["kind"], event["symbol"], event["close"]) == ("bar", "^GSPC", 1459.37)
