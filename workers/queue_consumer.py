@@ -106,7 +106,8 @@ class QueueConsumer:
         stream, and its client is told it failed."""
         fields = {_text(k): _text(v) for k, v in raw.items()}
         if redelivered and self._deliveries(entry_id) > settings.QUEUE_MAX_DELIVERIES:
-            self._dead_letter(entry_id, fields, "delivered too many times without an answer")
+            told = "it was delivered too many times without an answer"
+            self._dead_letter(entry_id, fields, told, told)
             return
         try:
             self._take(entry_id, fields)
@@ -114,7 +115,8 @@ class QueueConsumer:
             log.exception("queue consumer %s: entry %s failed", self.name, entry_id)
             failures = int(self.redis.hincrby(FAILURES_KEY, entry_id, 1))
             if failures >= settings.QUEUE_MAX_DELIVERIES:
-                self._dead_letter(entry_id, fields, f"failed {failures} times: {exc!r}"[:300])
+                told = f"it failed {failures} times"
+                self._dead_letter(entry_id, fields, told, f"{told}: {exc!r}"[:300])
 
     def _deliveries(self, entry_id: str) -> int:
         pending: Any = self.redis.xpending_range(
@@ -122,8 +124,10 @@ class QueueConsumer:
         )
         return int(pending[0]["times_delivered"]) if pending else 0
 
-    def _dead_letter(self, entry_id: str, fields: dict[str, str], reason: str) -> None:
-        """Keep the entry for an operator (DEAD_LETTER_STREAM) and answer it as failed."""
+    def _dead_letter(self, entry_id: str, fields: dict[str, str], told: str, reason: str) -> None:
+        """Keep the entry for an operator (DEAD_LETTER_STREAM, with the `reason`, the error
+        included) and answer it as failed, telling the client what happened (`told`) but not
+        the service's internals."""
         log.error("queue consumer %s: entry %s dead-lettered: %s", self.name, entry_id, reason)
         kept: dict[Any, Any] = {**fields, "entry_id": entry_id, "reason": reason}
         self.redis.xadd(
@@ -134,9 +138,11 @@ class QueueConsumer:
         )
         self.redis.hdel(FAILURES_KEY, entry_id)
         request_id = fields.get("request_id") or entry_id
-        failed = Answer(
-            request_id, protocol.FAILED, error=f"This question could not be answered: {reason}."
+        sentence = (
+            f"This question could not be answered: {told}, so it was set aside for the "
+            "service's operators. Ask again with a new request id."
         )
+        failed = Answer(request_id, protocol.FAILED, error=sentence)
         self._write(entry_id, failed)
 
     def _take(self, entry_id: str, fields: dict[str, str]) -> None:
