@@ -60,32 +60,49 @@ class Followers:
         self.forecasts: dict[tuple[str, int, str], float] = {}
         self.lock = threading.Lock()
         self.stop = threading.Event()
-        self.connected = threading.Barrier(len(symbols) + 1)
+        self.errors: list[str] = []
+        urls = [f"{ws_base}/ws/symbols/{s}/" for s in symbols]
+        opened = [threading.Event() for _ in urls]
         self.threads = [
-            threading.Thread(target=self._follow, args=(f"{ws_base}/ws/symbols/{s}/",), daemon=True)
-            for s in symbols
+            threading.Thread(target=self._follow, args=(url, done), daemon=True)
+            for url, done in zip(urls, opened, strict=True)
         ]
         for thread in self.threads:
             thread.start()
-        self.connected.wait(timeout=30)
+        for done in opened:
+            done.wait(timeout=30)
+        if self.errors or not all(done.is_set() for done in opened):
+            self.close()
+            raise RuntimeError(
+                "Could not follow the symbols' websockets: "
+                + ("; ".join(self.errors) or "no answer within 30 s")
+            )
 
-    def _follow(self, url: str) -> None:
-        with connect(url, open_timeout=10, origin=Origin(self.origin)) as socket:
-            socket.recv(timeout=10)  # hello
-            self.connected.wait(timeout=30)
-            while not self.stop.is_set():
-                try:
-                    message = json.loads(socket.recv(timeout=0.5))
-                except TimeoutError:
-                    continue
-                now = time.monotonic()
-                event = message.get("event", {})
-                with self.lock:
-                    if event.get("kind") == "bar":
-                        self.bars[(event["symbol"], event["date"])] = now
-                    elif event.get("kind") == "forecast":
-                        key = (event["symbol"], int(event["horizon"]), event["as_of"])
-                        self.forecasts.setdefault(key, now)
+    def _follow(self, url: str, opened: threading.Event) -> None:
+        try:
+            with connect(url, open_timeout=10, origin=Origin(self.origin)) as socket:
+                socket.recv(timeout=10)  # hello
+                opened.set()
+                self._listen(socket)
+        except Exception as exc:  # refused, or no hello: the replay cannot measure
+            if not opened.is_set():
+                self.errors.append(f"{url}: {exc}")
+                opened.set()
+
+    def _listen(self, socket: Any) -> None:
+        while not self.stop.is_set():
+            try:
+                message = json.loads(socket.recv(timeout=0.5))
+            except TimeoutError:
+                continue
+            now = time.monotonic()
+            event = message.get("event", {})
+            with self.lock:
+                if event.get("kind") == "bar":
+                    self.bars[(event["symbol"], event["date"])] = now
+                elif event.get("kind") == "forecast":
+                    key = (event["symbol"], int(event["horizon"]), event["as_of"])
+                    self.forecasts.setdefault(key, now)
 
     def barred(self, symbols: list[str], day: str, wait: float) -> list[str]:
         """The symbols whose bar for `day` was announced (waiting up to `wait` s for all)."""
@@ -111,6 +128,8 @@ def start_stack(args: argparse.Namespace, var_dir: Path, redis_url: str, port: i
     env = {
         **os.environ,
         "VAR_DIR": str(var_dir),
+        # Its own SQLite file, whatever the shell says: the report reads it directly.
+        "DATABASE_URL": f"sqlite:///{var_dir / 'db.sqlite3'}",
         "REDIS_URL": redis_url,
         "PORT": str(port),
         "MARKET_CLOCK": "replay",
