@@ -61,11 +61,20 @@ class Client:
 
 @dataclass
 class Answered:
-    """A finished prediction answers the question; nothing new was created."""
+    """A finished prediction answers the question; nothing new was created.
 
-    prediction_id: str
+    Found as the stored rendering (`body`) or as the row; what an edge does not use is
+    never worked out: REST sends the bytes as they are, the others read the row.
+    """
+
     body: bytes | None = None  # the stored rendering, when Redis had one
     _prediction: PredictionRequest | None = None
+
+    @property
+    def prediction_id(self) -> str:
+        if self._prediction is not None:
+            return str(self._prediction.id)
+        return str(json.loads(self.body or b"{}")["id"])
 
     @property
     def prediction(self) -> PredictionRequest:
@@ -115,7 +124,7 @@ def cached_answer(
         return None
     body = answer_cache.lookup(symbol, horizon)
     if body is not None:
-        answered = Answered(str(json.loads(body)["id"]), body)
+        answered = Answered(body)
         if accept is None or accept(answered.prediction):
             return answered
         return None
@@ -125,7 +134,7 @@ def cached_answer(
     if accept is not None and not accept(prediction):
         return None
     prediction.share()
-    return Answered(str(prediction.id), None, prediction)
+    return Answered(None, prediction)
 
 
 def ask(
