@@ -59,47 +59,41 @@ def _score_one(entry: ForecastRecord, history: PriceHistory) -> int:
     reached = min(entry.horizon, len(history) - start)
     if reached <= entry.scored_steps:
         return 0
-    alpha = 1.0 - entry.level if entry.level else None
+    paths = {ENSEMBLE: entry.path} | {m: v.get("path") or [] for m, v in entry.members.items()}
     rows: list[ForecastScore] = []
     for step in range(entry.scored_steps + 1, reached + 1):
         bar = start + step - 1
-        realized = float(history.adj_close[bar])
-        day = history.dates[bar].item()
-        forecast = float(entry.path[step - 1])
-        ensemble = ForecastScore(
-            record=entry,
-            model=ENSEMBLE,
-            step=step,
-            date=day,
-            forecast=forecast,
-            realized=realized,
-            log_error=math.log(forecast / realized),
-        )
-        if alpha and entry.lower and entry.upper:
-            low, high = float(entry.lower[step - 1]), float(entry.upper[step - 1])
-            ensemble.covered = low <= realized <= high
-            raw = interval_score(low, high, realized, alpha)
-            ensemble.interval_score = 100.0 * raw / entry.as_of_close
-        rows.append(ensemble)
-        for model, member in entry.members.items():
-            if len(member.get("path") or []) >= step and member["path"][step - 1] > 0:
-                member_forecast = float(member["path"][step - 1])
-                rows.append(
-                    ForecastScore(
-                        record=entry,
-                        model=model,
-                        step=step,
-                        date=day,
-                        forecast=member_forecast,
-                        realized=realized,
-                        log_error=math.log(member_forecast / realized),
-                    )
+        realized, day = float(history.adj_close[bar]), history.dates[bar].item()
+        for model, path in paths.items():
+            if len(path) >= step and path[step - 1] > 0:
+                forecast = float(path[step - 1])
+                row = ForecastScore(
+                    record=entry,
+                    model=model,
+                    step=step,
+                    date=day,
+                    forecast=forecast,
+                    realized=realized,
+                    log_error=math.log(forecast / realized),
                 )
+                if model == ENSEMBLE:
+                    _score_band(row, entry, step)
+                rows.append(row)
     ForecastScore.objects.bulk_create(rows, ignore_conflicts=True)
     ForecastRecord.objects.filter(id=entry.id, scored_steps__lt=reached).update(
         scored_steps=reached
     )
     return len(rows)
+
+
+def _score_band(row: ForecastScore, entry: ForecastRecord, step: int) -> None:
+    """Whether the served band covered the price, and its interval score (% of close)."""
+    if not (entry.level and entry.lower and entry.upper):
+        return
+    low, high = float(entry.lower[step - 1]), float(entry.upper[step - 1])
+    row.covered = low <= row.realized <= high
+    raw = interval_score(low, high, row.realized, 1.0 - entry.level)
+    row.interval_score = 100.0 * raw / entry.as_of_close
 
 
 def prune(today: date) -> int:
