@@ -29,6 +29,7 @@ from django.db.models import F, Q
 from predictions.forecasting.proper_scores import interval_score
 from predictions.models import ForecastRecord, ForecastScore
 from predictions.prices import PriceHistory
+from predictions.results import forecast_dates
 
 log = logging.getLogger(__name__)
 ENSEMBLE = ForecastScore.ENSEMBLE
@@ -154,12 +155,6 @@ def rolling(scores: list[ForecastScore], closes: dict[int, float]) -> Rolling:
     )
 
 
-def forecast_dates(as_of: date, horizon: int) -> list[str]:
-    """The business days each step forecast (exchange holidays not modelled)."""
-    days = np.busday_offset(np.datetime64(as_of, "D"), np.arange(1, horizon + 1), roll="forward")
-    return [str(day) for day in days]
-
-
 def track_record(symbol: str, horizon: int, window: int, user: Any) -> dict[str, Any]:
     """The last `window` forecasts of record with what happened, and rolling metrics per
     model and for the ensemble over their scored steps."""
@@ -178,7 +173,7 @@ def track_record(symbol: str, horizon: int, window: int, user: Any) -> dict[str,
             {
                 "as_of": r.as_of.isoformat(),
                 "as_of_close": r.as_of_close,
-                "dates": forecast_dates(r.as_of, r.horizon),
+                "dates": forecast_dates(np.datetime64(r.as_of, "D"), r.horizon),
                 "path": r.path,
                 "lower": r.lower,
                 "upper": r.upper,
