@@ -8,8 +8,11 @@ from __future__ import annotations
 import math
 import time
 from datetime import date
+from io import StringIO
 
 import pytest
+from django.core.management import call_command
+from django.core.management.base import CommandError
 
 from predictions import answer_cache, market_clock
 from predictions.forecasting.proper_scores import interval_score
@@ -182,3 +185,13 @@ def test_the_python_client_reads_the_track_record(replay, live_server):
     assert record["metrics"]["ensemble"]["n"] == 2
     with pytest.raises(BadRequest, match="window"):
         Client(live_server.url).track_record("GOOG", horizon=2, window=0)
+
+
+def test_the_clock_command_steps_and_explains_a_bad_value(replay):
+    out = StringIO()
+    call_command("clock", "step", "2", stdout=out)
+    assert '"date": "2013-01-04"' in out.getvalue()
+    with pytest.raises(CommandError, match=r"whole number of days \(got 'two'\)"):
+        call_command("clock", "step", "two")
+    with pytest.raises(CommandError, match="seconds a day lasts"):
+        call_command("clock", "speed")

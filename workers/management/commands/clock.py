@@ -25,12 +25,21 @@ class Command(BaseCommand):
         data: dict[str, Any] = {}
         try:
             if action == "step":
-                data["days"] = int(value or 1)
+                data["days"] = _number(int, value or "1", "step takes a whole number of days")
             elif action == "speed":
-                data["seconds_per_day"] = float(value or "")
+                data["seconds_per_day"] = _number(
+                    float, value or "", "speed takes the seconds a day lasts, e.g. `clock speed 2`"
+                )
             elif action == "set":
                 data["date"] = value
             state = market_clock.state() if action == "status" else control(action, data)
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
         self.stdout.write(json.dumps(state.as_dict()))
+
+
+def _number(kind: type[int] | type[float], text: str, usage: str) -> Any:
+    try:
+        return kind(text)
+    except ValueError:
+        raise ValueError(f"{usage} (got {text!r}).") from None
