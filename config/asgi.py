@@ -1,8 +1,8 @@
 """ASGI entry point: websockets for the live pages (and HTTP, for single-server setups).
 
 `make run` serves this with uvicorn next to gunicorn, which keeps the HTTP API on WSGI
-workers (Django's ASGI handler measured ~8x slower here). Run with `--lifespan off`:
-ProtocolTypeRouter has no lifespan handler (docs/architecture.md, rule 12).
+workers (Django's ASGI handler measured several times slower; docs/benchmarks.md). Run
+with `--lifespan off`: ProtocolTypeRouter has no lifespan handler (docs/architecture.md, rule 12).
 """
 
 from __future__ import annotations

@@ -46,9 +46,10 @@ def web(
 ) -> Command:
     """The HTTP API and the pages: gunicorn's threaded WSGI workers.
 
-    WSGI, not ASGI: Django's ASGI handler served the API about 8x slower here. No access
-    log by default: at thousands of cached answers a second it buries the workers' logs,
-    and its handler lock showed in 13 % of a web worker's profile samples under load.
+    WSGI, not ASGI: Django's ASGI handler served the API several times slower here. No
+    access log by default: at thousands of cached answers a second it buries the workers'
+    logs, and its handler lock showed in profiles under load (figures: docs/benchmarks.md,
+    "Measurements behind design choices").
     """
     args: list[object] = ["-m", "gunicorn", app, "--bind", bind, "--worker-class", "gthread"]
     args += ["--workers", workers, "--threads", threads, "--graceful-timeout", 5]
@@ -111,6 +112,12 @@ def relay() -> Command:
 
 def migrate() -> Command:
     return _command("manage.py", "migrate", "--noinput")
+
+
+def manage(*args: object) -> Command:
+    """A one-off management command (`check --deploy`, `predict_batch ...`), for the tools
+    and tests that run one and read its output."""
+    return _command("manage.py", *args)
 
 
 def stack() -> Command:

@@ -18,6 +18,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from devstack.supervisor import spawn, stop_group
+
 
 def redis_server_binary() -> str:
     system = shutil.which("redis-server")
@@ -84,9 +86,7 @@ class EmbeddedRedis:
         argv = redis_server_argv(
             self.port, self.workdir, password=self.password, persist=self.persist
         )
-        self.process = subprocess.Popen(
-            argv, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, start_new_session=True
-        )
+        self.process = spawn(argv, cwd=Path.cwd(), log=subprocess.DEVNULL)
         ping = (f"AUTH {self.password}\r\n" if self.password else "") + "PING\r\n"
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
@@ -104,10 +104,6 @@ class EmbeddedRedis:
         raise RuntimeError(f"redis-server did not answer on port {self.port} within {timeout} s")
 
     def stop(self) -> None:
-        if self.process and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
+        if self.process is not None:
+            stop_group(self.process, grace=5)
         self.process = None

@@ -111,7 +111,7 @@ class Stack:
 
     def manage(self, *args: str) -> str:
         out = subprocess.run(
-            [sys.executable, "manage.py", *args],
+            processes.manage(*args).argv(),
             cwd=ROOT,
             env=self.env(),
             capture_output=True,

@@ -316,14 +316,9 @@ class SocketDashboard:
 
 
 def _start(argv: list[str], log: Any) -> subprocess.Popen[bytes]:
-    return subprocess.Popen(
-        argv,
-        cwd=ROOT,
-        env=dict(os.environ),
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
+    from devstack.supervisor import spawn
+
+    return spawn(argv, cwd=ROOT, env=os.environ, log=log, die_with_parent=True)
 
 
 def _wait_for_port(port: int, timeout: float = 60) -> None:
@@ -410,6 +405,7 @@ def main() -> int:
     redis = _setup_environment(workdir)
     from devstack import processes
     from devstack.redis import free_port
+    from devstack.supervisor import stop_groups
 
     port = free_port()
     log = open(workdir / "servers.log", "ab")  # noqa: SIM115 - closed at the end
@@ -488,12 +484,7 @@ def main() -> int:
     finally:
         if dashboard is not None:
             dashboard.close()
-        for proc in procs:
-            proc.terminate()
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
+        stop_groups(procs, grace=10)
         log.close()
         redis.stop()
     return 0

@@ -13,7 +13,6 @@ import os
 import shutil
 import sqlite3
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -91,7 +90,7 @@ def migrated_template(workdir: Path, timeout_s: float = 180) -> Path:
     var_dir.mkdir(parents=True, exist_ok=True)
     env = base_env(var_dir, "redis://127.0.0.1:1/0", Setup(workers=0))
     subprocess.run(
-        [sys.executable, str(ROOT / "manage.py"), "migrate", "--noinput", "-v", "0"],
+        [*processes.migrate().argv(), "-v", "0"],
         cwd=ROOT,
         env=env,
         check=True,

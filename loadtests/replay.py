@@ -43,6 +43,7 @@ from websockets.typing import Origin
 
 from devstack import processes
 from devstack.redis import EmbeddedRedis, free_port
+from devstack.supervisor import spawn, stop_group
 from loadtests import replay_analysis
 from loadtests.latencies import percentile
 
@@ -148,14 +149,7 @@ def start_stack(args: argparse.Namespace, var_dir: Path, redis_url: str, port: i
         "MENTION_PROVIDERS": "sample",
     }
     log = open(var_dir / "stack.log", "ab")  # noqa: SIM115 - closed when the stack ends
-    stack = subprocess.Popen(
-        processes.stack().argv(),
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
+    stack = spawn(processes.stack().argv(), env=env, log=log, die_with_parent=True)
     base = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 300
     while time.monotonic() < deadline:
@@ -219,11 +213,7 @@ def replay(args: argparse.Namespace) -> dict[str, Any]:
     finally:
         if followers is not None:
             followers.close()
-        os.killpg(stack.pid, signal.SIGINT)
-        try:
-            stack.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            os.killpg(stack.pid, signal.SIGKILL)
+        stop_group(stack, grace=60, sig=signal.SIGINT)  # the launcher stops its children
         redis.stop()
         if args.keep:
             print(f"the replay's database and logs are kept in {var_dir}")

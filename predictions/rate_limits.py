@@ -52,8 +52,8 @@ class Rate:
 def client_ident(request: Any) -> str:
     """The client's address, trusting X-Forwarded-For only as far as NUM_PROXIES says.
 
-    DRF's `get_ident`, read from META directly: building `request.headers` cost the cached
-    path 3 % of its CPU.
+    DRF's `get_ident`, read from META directly: building `request.headers` showed in the
+    cached path's profile (docs/benchmarks.md).
     """
     remote_addr = str(request.META.get("REMOTE_ADDR", ""))
     forwarded = request.META.get("HTTP_X_FORWARDED_FOR")

@@ -14,7 +14,7 @@ from workers.strategies import strategy_for
 
 def warm_up_dispatch() -> None:
     """Load the result backend and a broker connection with our queues declared now; the
-    first dispatch in a web process otherwise paid ~75 ms for them."""
+    first dispatch in a web process otherwise paid for them (docs/benchmarks.md)."""
     app = current_app
     app.finalize(auto=True)  # binds the shared tasks
     app.backend  # noqa: B018 - created on first use (an entry-point scan)

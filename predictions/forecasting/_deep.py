@@ -52,8 +52,8 @@ _TRAINING_ONLY = frozenset({"epochs", "fine_tune_epochs", "train_points"})
 class _SharedNetwork:
     """One compiled Keras network per architecture, reused by every forecaster in the process.
 
-    Why: each new model's traced train/predict functions stay in TF's caches (measured
-    ~10 MB leaked per fit in a long-lived worker) and retracing costs ~1 s. Forecasters
+    Why: each new model's traced train/predict functions stay in TF's caches (a leak per
+    fit in a long-lived worker; `make soak`) and retracing costs about a second. Forecasters
     keep their own weights as arrays and load them here before training or predicting.
     """
 
@@ -162,7 +162,7 @@ class DeepForecaster(Forecaster):
         network = self._network()
         with network.lock:
             network.load(self._weights, self._token)
-            # predict_on_batch skips model.predict()'s per-call data pipeline (~1 ms vs ~66 ms).
+            # predict_on_batch skips model.predict()'s per-call data pipeline (docs/benchmarks.md).
             y_scaled = np.asarray(network.model.predict_on_batch(x))[0]
         return unscale_targets(y_scaled, self._scaling)[:horizon]
 

@@ -17,8 +17,8 @@ from threadpoolctl import ThreadpoolController
 
 from .base import Forecaster, ForecastError
 
-# The state-space matrices are tiny: multi-threaded BLAS only adds contention (measured
-# 40 ms vs 0.1-1.0 s per fit on two busy cores), so ARIMA runs single-threaded.
+# The state-space matrices are tiny: multi-threaded BLAS only adds contention (measured in
+# docs/benchmarks.md, "Measurements behind design choices"), so ARIMA runs single-threaded.
 _BLAS = ThreadpoolController()
 
 

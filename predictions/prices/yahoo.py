@@ -122,7 +122,7 @@ class YahooProvider(PriceProvider):
         )
 
     def warm_up(self) -> None:
-        """Import yfinance and build its session now (about 0.2 s), not on the first fetch."""
+        """Import yfinance and build its session now, not on the first fetch."""
         from ._yf_session import shared_session
 
         configure_yfinance(self.cache_dir)

@@ -25,6 +25,7 @@ from django.conf import settings
 from django.utils import timezone
 
 from devstack import processes
+from devstack.supervisor import spawn
 from provisioning import inventory, runner
 from provisioning.autoscale.managed import (
     DRAINING,
@@ -104,13 +105,7 @@ class LocalWorkers:
         save(worker)
         self.log_dir.mkdir(parents=True, exist_ok=True)
         with open(self.log_dir / f"{name}.log", "ab") as out:
-            proc = subprocess.Popen(
-                argv,
-                cwd=processes.ROOT,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+            proc = spawn(argv, log=out)
         self.children[proc.pid] = proc
         worker.pid = proc.pid
         save(worker)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 import secrets
 import subprocess
-import sys
 
+from devstack import processes
 from tests.support.processes import ROOT
 
 
@@ -14,7 +14,7 @@ def deploy_check(**env: str) -> subprocess.CompletedProcess[str]:
     environ = {**os.environ, "SECRET_KEY": secrets.token_urlsafe(60), **env}
     environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)  # the browser tests' setting, not a deploy's
     return subprocess.run(
-        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        processes.manage("check", "--deploy", "--fail-level", "WARNING").argv(),
         cwd=ROOT,
         env=environ,
         capture_output=True,

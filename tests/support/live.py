@@ -25,6 +25,7 @@ from django.db import connections
 
 from devstack import processes
 from devstack.redis import free_port
+from devstack.supervisor import spawn
 from predictions.progress import EVENTS_CHANNEL
 from predictions.redis_client import get_redis
 from tests.support.processes import ROOT, database_url_for_workers, stop_process
@@ -111,17 +112,10 @@ def live_stack() -> Iterator[int]:
     env = {**os.environ, "DATABASE_URL": database_url_for_workers(), "WS_PORT": str(port)}
     LIVE_LOG.parent.mkdir(exist_ok=True)
     log = open(LIVE_LOG, "ab")  # noqa: SIM115 - closed when the processes end
-    common = {
-        "cwd": ROOT,
-        "env": env,
-        "stdout": log,
-        "stderr": subprocess.STDOUT,
-        "start_new_session": True,
-    }
     relays_before = get_redis().pubsub_numsub(EVENTS_CHANNEL)[0][1]
     procs = [
-        subprocess.Popen(processes.websocket("127.0.0.1", port).argv(), **common),
-        subprocess.Popen([*processes.relay().argv(), "--tick", "0.2"], **common),
+        spawn(processes.websocket("127.0.0.1", port).argv(), env=env, log=log),
+        spawn([*processes.relay().argv(), "--tick", "0.2"], env=env, log=log),
     ]
     try:
         _wait_until(lambda: _accepts(port), procs, 60, "uvicorn listening")

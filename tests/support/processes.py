@@ -10,6 +10,7 @@ from pathlib import Path
 from django.db import connection
 
 from devstack import processes
+from devstack.supervisor import spawn, stop_group
 from workers import presence
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -57,21 +58,9 @@ def start_worker_process(
     command = processes.worker(
         name, queues, concurrency, gpu=gpu, loglevel="WARNING", autoscale=autoscale
     )
-    return subprocess.Popen(
-        command.argv(),
-        cwd=ROOT,
-        env=env,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
+    return spawn(command.argv(), env=env, log=log)
 
 
 def stop_process(proc: subprocess.Popen[bytes], timeout: float = 20) -> None:
-    if proc.poll() is None:
-        proc.terminate()
-        try:
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, 9)
-            proc.wait()
+    """TERM the process's whole group (a worker's pool too), KILL after `timeout`."""
+    stop_group(proc, timeout)

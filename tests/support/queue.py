@@ -10,8 +10,9 @@ from contextlib import contextmanager
 from stockserve_client import protocol
 
 from devstack import processes
+from devstack.supervisor import spawn
 from predictions.redis_client import get_redis
-from tests.support.processes import ROOT, WORKER_LOG, database_url_for_workers, stop_process
+from tests.support.processes import WORKER_LOG, database_url_for_workers, stop_process
 
 
 def start_consumer(name: str, claim_idle: int = 2) -> subprocess.Popen[bytes]:
@@ -22,9 +23,7 @@ def start_consumer(name: str, claim_idle: int = 2) -> subprocess.Popen[bytes]:
     }
     log = open(WORKER_LOG, "ab")  # noqa: SIM115 - closed when the process ends
     argv = [*processes.queue().argv(), "--name", name]
-    return subprocess.Popen(
-        argv, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
-    )
+    return spawn(argv, env=env, log=log)
 
 
 @contextmanager
