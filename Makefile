@@ -9,7 +9,7 @@ APT_INSTALL := $(SUDO) apt-get install -y -q --no-install-recommends
 
 .PHONY: help run test test-fast setup check lint format types imports generate migrations-check \
 	lint-playbooks browser test-hosts postgres wrk token clean \
-	bench-api bench-models bench-overhead bench-events evaluate experiment soak step-load replay
+	bench-api bench-models bench-overhead bench-events evaluate adopt-evaluation experiment soak step-load replay
 
 help:  ## this list
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
@@ -97,8 +97,11 @@ soak: setup  ## 30 minutes of mixed load; each process's memory at the start and
 bench-models: setup  ## every model on every offline symbol: train, warm start, predict, memory, skill
 	$(PY) -m benchmarks.models $(BENCH_MODELS_ARGS)
 
-evaluate: setup  ## nested walk-forward evaluation: out-of-sample skill, interval coverage, unsure (docs/evaluation.md)
+evaluate: setup  ## nested walk-forward evaluation: skill, bands, coverage, unsure; writes var/evaluation/ only
 	$(PY) -m benchmarks.evaluate $(EVALUATE_ARGS)
+
+adopt-evaluation: setup  ## the service takes var/evaluation/'s run: calibration, scorecard, docs/evaluation
+	$(PY) -m benchmarks.evaluate --adopt $(or $(RUN),var/evaluation)
 
 bench-overhead: setup  ## orchestration cost per request: no-op chord vs direct calls vs bare Celery chord
 	$(PY) -m loadtests.bench_overhead $(BENCH_ARGS)

@@ -5,21 +5,28 @@ live combiner at every origin, tunes the interval stretch and the `unsure` thres
 tune window and scores everything on the test window. Writes tables (Markdown), the raw
 numbers (JSON) and plots (PNG) to ``--out``.
 
-    python -m benchmarks.evaluate            # everything; publishes (see below), ~5 min
-    python -m benchmarks.evaluate --quick    # AAPL and ^GSPC, no TensorFlow, ~20 s
+    python -m benchmarks.evaluate            # everything, to var/evaluation/, ~5 min
+    python -m benchmarks.evaluate --quick    # AAPL and ^GSPC, no TensorFlow, ~30 s
+    python -m benchmarks.evaluate --adopt var/evaluation   # the service takes that run
 
-Only the full default run *publishes*: it writes docs/evaluation/, the generated blocks
-of docs/evaluation.md, and the tables the live combiner and the API read
-(predictions/forecasting/calibration.json and scorecard.json). Any other run writes to
-var/evaluation/ (or ``--out``) and changes nothing the service uses.
+Evaluating is not adopting. A run writes only under ``--out`` (var/evaluation/ by
+default): its report, tables, plots and the calibration.json and scorecard.json it would
+give the service. ``--adopt DIR`` (``make adopt-evaluation``) is the separate, explicit
+step that copies a full run's tables to where the live combiner and the API read them
+(predictions/forecasting/), its plots to docs/evaluation/ and its tables into
+docs/evaluation.md; the copied files name the run (date, commit, machine, the digest of
+its results.json).
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import platform
+import shutil
+import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -28,6 +35,7 @@ from benchmarks import evaluation_plots, evaluation_report
 from predictions.forecasting.calibration import TABLE_PATH
 from predictions.forecasting.catalog import MODEL_NAMES, get_spec
 from predictions.forecasting.nested import HORIZONS, calibration_from, evaluate, run_models
+from predictions.forecasting.oos_bands import Ranges
 from predictions.forecasting.scorecard import SCORECARD_PATH, scorecard_from
 from predictions.prices import SAMPLE_SYMBOLS, load_sample
 
@@ -45,44 +53,89 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--models", nargs="*", default=None)
     parser.add_argument("--horizons", nargs="*", type=int, default=list(HORIZONS))
     parser.add_argument("--seed", type=int, default=0)
-    parser.add_argument("--out", type=Path, default=None, help="where tables and plots go")
+    out_help = "where the run's report, tables, plots and candidate tables go"
+    parser.add_argument("--out", type=Path, default=ROOT / "var" / "evaluation", help=out_help)
+    adopt_help = "make the service use the full run in DIR (nothing is run)"
+    parser.add_argument("--adopt", type=Path, default=None, metavar="DIR", help=adopt_help)
     args = parser.parse_args(argv)
     args.symbols = args.symbols or (QUICK_SYMBOLS if args.quick else list(SAMPLE_SYMBOLS))
     args.models = args.models or (QUICK_MODELS if args.quick else list(MODEL_NAMES))
-    args.publish = (
+    args.full = (
         not args.quick
         and sorted(args.symbols) == sorted(SAMPLE_SYMBOLS)
         and sorted(args.models) == sorted(MODEL_NAMES)
         and tuple(args.horizons) == HORIZONS
-        and args.out is None
     )
-    args.out = args.out or (DOCS if args.publish else ROOT / "var" / "evaluation")
     return args
 
 
+def _commit() -> str:
+    try:
+        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
+                             capture_output=True, text=True, check=True, timeout=10)  # fmt: skip
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return out.stdout.strip() or "unknown"
+
+
+def adopt(run_dir: Path) -> str:
+    """Copy a full run's tables, plots and figures to where the service and the docs read
+    them; return the source line the copied tables carry. Refuses a partial run."""
+    results = run_dir / "results.json"
+    report = json.loads(results.read_text(encoding="utf-8"))
+    run = report["run"]
+    if not run.get("full"):
+        raise SystemExit(
+            f"{run_dir} holds a partial run ({run['command']}): only a full `make evaluate` "
+            "run (every symbol, model and horizon) can be adopted"
+        )
+    digest = hashlib.sha256(results.read_bytes()).hexdigest()[:12]
+    source = (
+        f"make evaluate on {run['date']} at commit {run['commit']} ({run['machine']}), "
+        f"results.json {digest}; adopted {time.strftime('%Y-%m-%d')} (docs/evaluation.md)"
+    )
+    calibration = calibration_from(report, source)
+    TABLE_PATH.write_text(json.dumps(calibration.as_dict(), indent=1) + "\n", "utf-8")
+    scorecard = scorecard_from(report, source)
+    SCORECARD_PATH.write_text(json.dumps(scorecard, indent=1) + "\n", encoding="utf-8")
+    DOCS.mkdir(parents=True, exist_ok=True)
+    for name in ("results.json", "tables.md", "reliability.png", "coverage.png", "bands.png"):
+        if (run_dir / name).exists():
+            shutil.copyfile(run_dir / name, DOCS / name)
+    evaluation_report.update_page(DOC_PAGE, report)
+    return source
+
+
 def main(argv: list[str] | None = None) -> dict[str, Any]:
-    """Run, write, and return the report."""
+    """Run, write, and return the report (or, with --adopt, adopt a run)."""
     args = _parse(argv)
+    if args.adopt is not None:
+        print(f"adopted: {adopt(args.adopt)}")
+        return {}
     started = time.monotonic()
     if any(get_spec(name).benefits_from_gpu for name in args.models):
         from predictions.forecasting.warmup import warm_up_models  # TensorFlow only if needed
 
         warm_up_models(args.models)
     series = []
+    ranges = {}
     for symbol in args.symbols:
         history = load_sample(symbol)
+        ranges[symbol] = Ranges(history.high, history.low)
         t0 = time.monotonic()
         series.append(
             run_models(symbol, history.adj_close, args.models, seed=args.seed, dates=history.dates)
         )
         print(f"{symbol}: models ran in {time.monotonic() - t0:.0f} s", flush=True)
-    report = evaluate(series, tuple(args.horizons), seed=args.seed)
+    report = evaluate(series, tuple(args.horizons), seed=args.seed, ranges=ranges)
     elapsed = time.monotonic() - started
     report["run"] = {
         "command": "make evaluate"
-        if args.publish
+        if args.full
         else "python -m benchmarks.evaluate "
         + " ".join(f"--{k}" for k in ("quick",) if getattr(args, k)),
+        "full": args.full,
+        "commit": _commit(),
         "date": time.strftime("%Y-%m-%d"),
         "machine": f"{platform.machine()} with {os.cpu_count()} cores",
         "load_average": round(os.getloadavg()[0], 1),
@@ -96,15 +149,16 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     tables = evaluation_report.tables(report)
     (args.out / "tables.md").write_text(tables, encoding="utf-8")
     evaluation_plots.plots(report, args.out)
-    if args.publish:
-        source = f"make evaluate, {report['run']['date']} (docs/evaluation.md)"
-        calibration = calibration_from(report, source)
-        TABLE_PATH.write_text(json.dumps(calibration.as_dict(), indent=1) + "\n", "utf-8")
-        scorecard = scorecard_from(report, source)
-        SCORECARD_PATH.write_text(json.dumps(scorecard, indent=1) + "\n", encoding="utf-8")
-        evaluation_report.update_page(DOC_PAGE, report)
+    source = f"not adopted: {report['run']['command']} on {report['run']['date']}"
+    (args.out / "calibration.json").write_text(
+        json.dumps(calibration_from(report, source).as_dict(), indent=1) + "\n", "utf-8"
+    )
+    (args.out / "scorecard.json").write_text(
+        json.dumps(scorecard_from(report, source), indent=1) + "\n", encoding="utf-8"
+    )
     print(evaluation_report.summary(report))
-    print(f"wrote {args.out} in {elapsed:.0f} s" + (" (published)" if args.publish else ""))
+    print(f"wrote {args.out} in {elapsed:.0f} s; the service is unchanged", end="")
+    print(" (make adopt-evaluation takes this run)" if args.full else " (a partial run)")
     return report
 
 

@@ -11,7 +11,9 @@ from typing import Any
 
 
 def plots(report: dict[str, Any], out: Path) -> None:
-    """reliability.png (nominal versus realized coverage) and coverage.png (per symbol)."""
+    """reliability.png (nominal versus realized coverage), coverage.png (per symbol) and
+    bands.png (see band_plots)."""
+    band_plots(report, out)
     import matplotlib
 
     matplotlib.use("Agg")
@@ -69,4 +71,54 @@ def plots(report: dict[str, Any], out: Path) -> None:
     axes[0].legend(loc="lower left", fontsize=8)
     fig.tight_layout()
     fig.savefig(out / "coverage.png", dpi=110)
+    plt.close(fig)
+
+
+def band_plots(report: dict[str, Any], out: Path) -> None:
+    """bands.png: one symbol's realized moves against today's band and the GJR band over
+    the test window, and every band's coverage by volatility tercile per horizon."""
+    bands = report.get("bands") or {}
+    example = bands.get("example")
+    if not example:
+        return
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.dates as mdates
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    dated = example.get("dates") is not None
+    dates = np.array(example["dates"], dtype="datetime64[D]") if dated else example["origins"]
+    fig = plt.figure(figsize=(13, 7))
+    grid = fig.add_gridspec(2, 3, height_ratios=[1.3, 1])
+    top = fig.add_subplot(grid[0, :])
+    colours = {"residual": "tab:orange", "gjr": "tab:blue"}
+    labels = {"residual": "today's band (residual)", "gjr": "GJR-GARCH-t band"}
+    for name, edges in example["bands"].items():
+        top.fill_between(dates, edges["lower_pct"], edges["upper_pct"], color=colours[name],
+                         alpha=0.25, lw=0, label=labels[name])  # fmt: skip
+    top.plot(dates, example["move_pct"], color="0.15", lw=0.6, label="realized move")
+    top.set_ylabel(f"{example['horizon']}-day move, % of the origin price")
+    top.set_title(f"{example['symbol']}, test window: the 80 % bands and what happened")
+    if dated:
+        top.xaxis.set_major_locator(mdates.YearLocator())
+    top.legend(loc="lower left", fontsize=8, ncols=3)
+    names = list(next(iter(bands["terciles"].values())))
+    for column, (horizon, terciles) in enumerate(bands["terciles"].items()):
+        ax = fig.add_subplot(grid[1, column])
+        width = 0.8 / len(names)
+        for i, name in enumerate(names):
+            xs = np.arange(3) + (i - (len(names) - 1) / 2) * width
+            ax.bar(xs, [100 * v for v in terciles[name]], width, label=name)
+        ax.axhspan(73, 87, color="0.92", zorder=0)
+        ax.axhline(80, color="0.4", lw=0.8, ls="--")
+        ax.set_xticks(range(3), ["calm", "middle", "storm"])
+        ax.set_ylim(60, 100)
+        ax.set_title(f"coverage by volatility tercile, {horizon} days", fontsize=9)
+        if column == 0:
+            ax.set_ylabel("coverage %")
+            ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(out / "bands.png", dpi=90)
     plt.close(fig)

@@ -85,21 +85,23 @@ def skill_matrix(report: dict[str, Any], horizon: str) -> str:
 def detail_table(report: dict[str, Any], horizon: str) -> str:
     """Every metric of every row, one horizon."""
     lines = [
-        "| symbol | model | origins | MAE % | MASE | dir. acc. | skill vs naive % (95 % CI) | "
-        "DM p | verdict |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| symbol | model | origins | MAE % | MAE / no-change MAE | dir. acc. (always up; p) | "
+        "skill vs naive % (95 % CI) | DM-HLN p | verdict | after Holm |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
     for symbol, by_h in report["scores"].items():
         table = by_h[horizon]
         for row in table["rows"]:
             lines.append(
                 f"| {symbol} | {row['model']} | {row['n_origins']} | {_num(row['mae_pct'], 2)} | "
-                f"{_num(row['mase'])} | {_num(row['directional_accuracy'], 2)} | {_skill(row)} | "
-                f"{_num(row['dm_p_value'], 3)} | {row['verdict']} |"
+                f"{_num(row['relative_mae'])} | {_num(row['directional_accuracy'], 2)} "
+                f"({_num(row['direction_always_up'], 2)}; {_num(row['direction_p_value'], 3)}) | "
+                f"{_skill(row)} | {_num(row['dm_p_value'], 3)} | {row['verdict']} | "
+                f"{row.get('after_holm', '–')} |"
             )
         for failed in table["failed"]:
             lines.append(
-                f"| {symbol} | {failed['model']} | – | – | – | – | – | – | {failed['error']} |"
+                f"| {symbol} | {failed['model']} | – | – | – | – | – | – | {failed['error']} | – |"
             )
     return "\n".join(lines)
 
@@ -126,6 +128,79 @@ def coverage_table(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+BAND_NAMES = {"residual": "today's (residual)", "rolling": "rolling 250-day",
+              "ewma": "EWMA 0.94", "gjr": "GJR-GARCH-t"}  # fmt: skip
+
+
+def band_pooled_table(report: dict[str, Any]) -> str:
+    """Every candidate band pooled over the judged symbols: score, coverage, stretch."""
+    bands = report["bands"]
+    lines = [
+        "| horizon | band | interval score (α = 0.2) | coverage % (95 % CI) | n (independent) "
+        "| stretch | coverage by volatility tercile % (calm / middle / storm) |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for h, pooled in bands.get("pooled", {}).items():
+        for name, entry in pooled.items():
+            low, high = entry["coverage_ci"]
+            terciles = " / ".join(_pct(x, 1) for x in bands["terciles"][h][name])
+            lines.append(
+                f"| {h} | {BAND_NAMES.get(name, name)} | {entry['interval_score']:.2f} | "
+                f"{_pct(entry['coverage'])} ({_pct(low)}–{_pct(high)}) | {entry['n']} "
+                f"({entry['n_independent']}) | {bands['stretch'][h][name]:.3f} | {terciles} |"
+            )
+    return "\n".join(lines)
+
+
+def band_skill_table(report: dict[str, Any], name: str, reference: str) -> str:
+    """Interval-score skill of one band over another per symbol and horizon."""
+    bands = report["bands"]
+    rows = bands["comparisons"].get(f"{name}_vs_{reference}", [])
+    pooled = bands["comparisons"].get(f"{name}_vs_{reference}_pooled", {})
+    lines = [
+        "| horizon | symbol | skill % (95 % CI) | DM-HLN p (lag) | after Holm |",
+        "|---|---|---|---|---|",
+    ]
+    for row in rows:
+        low, high = row["ci"]
+        verdict = "better" if row["better_after_holm"] else (
+            "worse" if row["worse_after_holm"] else "not significant")  # fmt: skip
+        lines.append(
+            f"| {row['horizon']} | {row['symbol']} | {_pct(row['skill'], signed=True)} "
+            f"({_pct(low, signed=True)}, {_pct(high, signed=True)}) | {row['p_value']:.4f} "
+            f"({row['lag']}) | {verdict} |"
+        )
+    for h, entry in pooled.items():
+        low, high = entry["ci"]
+        lines.append(
+            f"| {h} | **pooled** | **{_pct(entry['skill'], signed=True)}** "
+            f"({_pct(low, signed=True)}, {_pct(high, signed=True)}) | "
+            f"{entry['n_independent']} independent paths | |"
+        )
+    return "\n".join(lines)
+
+
+def band_cells_table(report: dict[str, Any]) -> str:
+    """Per symbol and horizon: each band's coverage (n), interval score, pinball loss,
+    QLIKE and the Kupiec / Christoffersen p-values."""
+    bands = report["bands"]
+    lines = [
+        "| horizon | symbol | band | coverage % (n) | interval score | pinball | "
+        "QLIKE (realized) | QLIKE (Parkinson) | Kupiec p | Christoffersen p |",
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for symbol, by_h in bands.get("cells", {}).items():
+        for h, cells in by_h.items():
+            for name, c in cells.items():
+                lines.append(
+                    f"| {h} | {symbol} | {BAND_NAMES.get(name, name)} | {_pct(c['coverage'])} "
+                    f"({c['n']}) | {c['interval_score']:.2f} | {c['pinball']:.3f} | "
+                    f"{_num(c['qlike_realized'])} | {_num(c['qlike_parkinson'])} | "
+                    f"{_num(c['kupiec_p'], 3)} | {_num(c['christoffersen_p'], 3)} |"
+                )
+    return "\n".join(lines)
+
+
 def unsure_table(report: dict[str, Any]) -> str:
     """Realized error of unsure versus sure forecasts on the test windows."""
     lines = [
@@ -143,6 +218,25 @@ def unsure_table(report: dict[str, Any]) -> str:
                 f"| {horizon} | {label} | {_pct(entry['threshold'], 2)} % | "
                 f"{_pct(entry['flag_rate'], 0)} % | {_num(entry['unsure_error_pct'], 2)} | "
                 f"{_num(entry['sure_error_pct'], 2)} | {ratio} |"
+            )
+    return "\n".join(lines)
+
+
+def unsure_rules_table(report: dict[str, Any]) -> str:
+    """Each candidate rule for `unsure`, tuned to the same flag share of the tune windows."""
+    lines = [
+        "| horizon | rule | tune: flagged / error ratio | test: flagged / error ratio (95 % CI) |",
+        "|---|---|---|---|",
+    ]
+    for horizon, comparison in (report.get("unsure_rules") or {}).items():
+        for rule, entry in comparison["rules"].items():
+            tune, test = entry["tune"], entry["test"]
+            ci = test["ratio_ci"]
+            interval = f" ({ci[0]:.2f}–{ci[1]:.2f})" if ci else ""
+            lines.append(
+                f"| {horizon} | {rule} | {_pct(tune['flag_rate'], 0)} % / "
+                f"{_num(tune['error_ratio'], 2)} | {_pct(test['flag_rate'], 0)} % / "
+                f"{_num(test['error_ratio'], 2)}{interval} |"
             )
     return "\n".join(lines)
 
@@ -181,6 +275,24 @@ def headline(report: dict[str, Any]) -> str:
             skill_matrix(report, str(horizon)),
             "",
         ]
+    bands = report.get("bands") or {}
+    if bands.get("pooled"):
+        parts += [
+            f"**Bands compared** on {', '.join(bands['symbols'])} (too little history: "
+            f"{', '.join(bands['too_short']) or 'none'}) — **served: "
+            f"{BAND_NAMES.get(bands['winner'], bands['winner'])}**: {bands['verdict']}",
+            "",
+            band_pooled_table(report),
+            "",
+        ]
+        for name in ("gjr", "ewma"):
+            parts += [
+                f"**{BAND_NAMES[name]} band over today's band**, interval-score skill",
+                "",
+                band_skill_table(report, name, "residual"),
+                "",
+            ]
+        parts += ["![Bands over time](evaluation/bands.png)", ""]
     parts += [
         "**Coverage of the 80 % interval at day h, test windows** — percent, 95 % interval",
         "",
@@ -190,7 +302,13 @@ def headline(report: dict[str, Any]) -> str:
         "",
         unsure_table(report),
         "",
-        "Tuned rule within each symbol (flagged / error ratio):",
+        "**Which rule earns the flag** — each tuned to flag 20 % of the tune windows; "
+        "the rule with the highest tune-window ratio is served: "
+        + ((report.get("unsure_rule") or {}).get("why") or "disagreement (no comparison)"),
+        "",
+        unsure_rules_table(report),
+        "",
+        "Disagreement rule within each symbol (flagged / error ratio):",
         "",
         unsure_by_symbol(report),
         "",
@@ -206,6 +324,11 @@ def tables(report: dict[str, Any]) -> str:
     parts = ["# Nested evaluation: all tables", "", headline(report).replace("evaluation/", "")]
     for horizon in report["horizons"]:
         parts += ["", f"## Details, horizon {horizon}", "", detail_table(report, str(horizon))]
+    if (report.get("bands") or {}).get("cells"):
+        parts += ["", "## Every band, symbol and horizon", "", band_cells_table(report)]
+        for name, reference in (("rolling", "residual"), ("gjr", "rolling"), ("gjr", "ewma")):
+            parts += ["", f"## {BAND_NAMES[name]} over {BAND_NAMES[reference]}", "",
+                      band_skill_table(report, name, reference)]  # fmt: skip
     return "\n".join(parts) + "\n"
 
 
@@ -221,6 +344,12 @@ def summary(report: dict[str, Any]) -> str:
             f"(stretch {table['scale']:.3f}); unsure flags {tuned['flag_rate']:.0%}, "
             f"error ratio {'–' if ratio is None else f'{ratio:.2f}'}"
         )
+    bands = report.get("bands") or {}
+    for h, pooled in bands.get("pooled", {}).items():
+        scores = ", ".join(f"{n} {e['interval_score']:.2f}" for n, e in pooled.items())
+        lines.append(f"h={h}: interval score {scores}")
+    if bands:
+        lines.append(f"band served: {bands['winner']} ({bands['verdict']})")
     return "\n".join(lines)
 
 

@@ -46,6 +46,7 @@ from devstack.redis import EmbeddedRedis, free_port
 from devstack.supervisor import spawn, stop_group
 from loadtests import replay_analysis
 from loadtests.latencies import percentile
+from predictions.forecasting.calibration import load_calibration
 
 ROOT = processes.ROOT
 REPORTS = ROOT / "loadtests" / "reports"
@@ -269,14 +270,14 @@ def report(
     expected = sum(r[4] * (1 + len(json.loads(r[5]))) for r in records)
     distinct = len({(r, m, s) for r, rows in by_record.items() for m, s, _ in rows})
     coverage: dict[str, dict[str, Any]] = {}
-    calibration = json.loads(CALIBRATION.read_text()) if CALIBRATION.exists() else {}
+    calibration = load_calibration(CALIBRATION)
     for symbol in symbols:
         for horizon in horizons:
             ids = [r[0] for r in records if r[1] == symbol and r[2] == horizon]
             covered = [
                 c for i in ids for m, _s, c in by_record[i] if m == "ensemble" and c is not None
             ]
-            measured = (calibration.get("coverage", {}).get(str(horizon)) or {}).get("after")
+            measured = (calibration.band_coverage(symbol, horizon) or {}).get("coverage")
             coverage[f"{symbol} h={horizon}"] = {
                 "forecasts": len(ids),
                 "n": len(covered),

@@ -14,6 +14,8 @@ import numpy as np
 from django.conf import settings
 
 from predictions import model_health, price_store
+from predictions.forecasting import volatility
+from predictions.forecasting.calibration import load_calibration
 from predictions.forecasting.combine import combine
 from predictions.models import PredictionRequest
 
@@ -90,6 +92,19 @@ def _without_demoted(run: Part, demoted: Mapping[str, str]) -> dict[str, Any]:
     return dict(run)
 
 
+def band_sigma(prices: np.ndarray, horizon: int) -> np.ndarray | None:
+    """σ of the k-day log return (k = 1..horizon) for the band the evaluation chose, or
+    None when it chose the residual band or the history cannot give one (the combiner then
+    builds the residual band and says why)."""
+    method = load_calibration().band_method
+    if method == "residual":
+        return None
+    try:
+        return volatility.live_sigma(prices, method, horizon)
+    except ValueError:  # too few returns for the fit, or it did not converge
+        return None
+
+
 def assemble(
     request: PredictionRequest,
     parts: Sequence[Part],
@@ -115,6 +130,8 @@ def assemble(
         last_price,
         request.horizon,
         sentiment_max_adjust=settings.SENTIMENT_MAX_ADJUST,
+        symbol=request.symbol,
+        band_sigma=band_sigma(history.adj_close, request.horizon),
     )
     members = {entry["model"]: entry for entry in combined.pop("models")}
     models = []

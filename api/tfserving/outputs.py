@@ -50,7 +50,9 @@ def output(
             "lower": interval.get("lower"),
             "upper": interval.get("upper"),
             "level": interval.get("level"),
+            "coverage": interval.get("coverage"),
             "unsure": combined.get("unsure"),
+            "unsure_meaning": combined.get("unsure_meaning"),
         }
     part = member(prediction, model)
     where = f"{prediction.symbol} h={prediction.horizon}"
@@ -71,5 +73,7 @@ def output(
         "lower": None,  # a member has no interval of its own; the ensemble's is calibrated
         "upper": None,
         "level": None,
+        "coverage": None,
         "unsure": None,
+        "unsure_meaning": None,
     }

@@ -79,5 +79,8 @@ def signature(model: str) -> dict[str, Any]:
         },
         "horizons": {"min": 1, "max": MAX_HORIZON, "default": DEFAULT_HORIZON},
         "members": list(settings.PREDICTION_MODELS) if model == ENSEMBLE else [model],
-        "interval": "the ensemble's calibrated 80 % band; null for a single member",
+        "interval": (
+            "the ensemble's 80 % band (the one make evaluate chose) with its measured coverage "
+            "and n on this symbol's held-out history; null for a single member"
+        ),
     }

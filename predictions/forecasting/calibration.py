@@ -1,13 +1,14 @@
-"""The 80 % interval: its construction from backtest residuals and its conformal calibration.
+"""The 80 % band's calibration table, and the residual band it can fall back to.
 
 Why: the combiner (live) and the nested evaluation (offline) must build the very same band,
-or the coverage measured offline says nothing about the band users see. The band is the
+or the coverage measured offline says nothing about the band users see. ``calibration.json``
+(written by ``make adopt-evaluation`` from a ``make evaluate`` run) says which band won the
+evaluation (a volatility band, see volatility.py and oos_bands.py) with its stretch per
+horizon and the coverage it reached per symbol, and keeps the residual band's stretch: the
 weighted pooled quantiles of the models' out-of-sample log residuals around the combined
-path, widened by half the models' spread; calibration then stretches its log offsets by a
-factor per forecast step, chosen on an earlier window so that the band covers the actual
-price as often as it claims (split-conformal scaling). The factors, with the coverage they
-reached on a later, untouched window, live in ``calibration.json``, written by
-``make evaluate``; without that file the band is left as built (scale 1).
+path, widened by half the models' spread, their log offsets stretched per step by a factor
+chosen on an earlier window (split-conformal scaling). Without the file the residual band
+is used as built (scale 1).
 """
 
 from __future__ import annotations
@@ -20,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from .volatility import METHODS
 
 INTERVAL_LEVEL = 0.8
 TABLE_PATH = Path(__file__).with_name("calibration.json")
@@ -35,6 +38,9 @@ class Calibration:
     ``unsure_spread`` maps a horizon to the relative day-h spread above which a forecast is
     unsure; horizons in between are interpolated on log-log axes (spread grows with h
     roughly like a power), and beyond the ends the nearest segment's power law continues.
+    ``band`` is the band the evaluation chose (``method``: "residual" for the backtest
+    residual band, else a volatility method), its conformal ``stretch`` per horizon and the
+    coverage it reached on the test windows per symbol and pooled (see oos_bands.py).
     """
 
     interval_scale: dict[int, float] = field(default_factory=dict)
@@ -43,6 +49,50 @@ class Calibration:
     unsure: dict[str, Any] = field(default_factory=dict)
     source: str = "not calibrated: the band is used as built"
     backtest_step: int | None = None  # the live backtest stride the stretch was tuned for
+    band: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def band_method(self) -> str:
+        """The band to serve: a volatility method, or "residual" (the backtest residual band,
+        also what a table without a choice means)."""
+        return str(self.band.get("method") or "residual")
+
+    def band_stretch(self, step: int) -> float | None:
+        """The volatility band's stretch q for a step (interpolated on log step like the
+        residual band's), or None when the table has none."""
+        stretch = {int(h): float(q) for h, q in (self.band.get("stretch") or {}).items()}
+        if not stretch:
+            return None
+        steps = sorted(stretch)
+        logs = np.log(np.asarray(steps, dtype=np.float64))
+        values = np.asarray([stretch[h] for h in steps], dtype=np.float64)
+        return float(np.interp(math.log(max(step, 1)), logs, values))
+
+    def band_coverage(
+        self, symbol: str | None, horizon: int, method: str | None = None
+    ) -> dict[str, Any] | None:
+        """What a band (the chosen one by default) covered on held-out history: this
+        symbol's figure at the nearest evaluated horizon, else the figure pooled over every
+        evaluated symbol; with its n, its interval, and whether the horizon was evaluated."""
+        method = method or self.band_method
+        per_symbol = ((self.band.get("coverage") or {}).get(method) or {}).get(symbol or "")
+        pooled = (self.band.get("pooled") or {}).get(method) or {}
+        table, scope = (per_symbol, "symbol") if per_symbol else (pooled, "pooled")
+        if not table:
+            return None
+        evaluated = sorted(int(h) for h in table)
+        nearest = min(evaluated, key=lambda h: (abs(math.log(h) - math.log(horizon)), h))
+        entry = table[str(nearest)]
+        return {
+            "coverage": entry["coverage"],
+            "n": entry["n"],
+            "ci": entry.get("ci"),
+            "horizon": nearest,
+            "interpolated": nearest != horizon,
+            "scope": scope,
+            "symbols": len(((self.band.get("coverage") or {}).get(method)) or {}),
+            "method": method,
+        }
 
     def scale_for(self, step: int, backtest_step: int | None = None) -> float:
         """Factor for a step; 1.0 when nothing was calibrated, or when the runs' backtest
@@ -56,25 +106,21 @@ class Calibration:
         values = np.asarray([self.interval_scale[s] for s in steps], dtype=np.float64)
         return float(np.interp(math.log(max(step, 1)), logs, values))
 
-    def coverage_for(self, horizon: int) -> dict[str, float] | None:
-        """Measured day-``horizon`` coverage of the nearest evaluated horizon, if any."""
-        if not self.coverage:
-            return None
-        nearest = min(self.coverage, key=lambda h: (abs(math.log(h) - math.log(horizon)), h))
-        return {"horizon": nearest, **self.coverage[nearest]}
-
     def unsure_threshold(self, horizon: int) -> float | None:
         """Relative day-``horizon`` spread above which a forecast is unsure (tuned), or None."""
-        if not self.unsure_spread:
-            return None
-        points = sorted(self.unsure_spread.items())
-        if len(points) == 1:
-            return points[0][1]
-        x = math.log(max(horizon, 1))
-        logs = [(math.log(h), math.log(v)) for h, v in points]
-        segment = next((i for i in range(len(logs) - 1) if x <= logs[i + 1][0]), len(logs) - 2)
-        (x0, y0), (x1, y1) = logs[segment], logs[segment + 1]
-        return math.exp(y0 + (y1 - y0) * (x - x0) / (x1 - x0))
+        return _power_law(self.unsure_spread, horizon)
+
+    @property
+    def unsure_rule(self) -> str:
+        """What `unsure` flags on: "disagreement" (the models' spread, also what a table
+        without a choice means), "volatility" (σ of the horizon's return) or "disagreement
+        beyond volatility" (the spread in units of σ)."""
+        return str(self.unsure.get("rule") or "disagreement")
+
+    def rule_threshold(self, horizon: int) -> float | None:
+        """The chosen rule's threshold for a horizon (interpolated like the spread's)."""
+        table = {int(h): float(v) for h, v in (self.unsure.get("thresholds") or {}).items()}
+        return _power_law(table, horizon)
 
     def as_dict(self) -> dict[str, Any]:
         """JSON shape of ``calibration.json``."""
@@ -86,6 +132,7 @@ class Calibration:
             "unsure": self.unsure,
             "source": self.source,
             "backtest_step": self.backtest_step,
+            "band": self.band,
         }
 
     @classmethod
@@ -97,6 +144,12 @@ class Calibration:
         spread = {int(k): float(v) for k, v in (data.get("unsure_spread") or {}).items()}
         if any(k < 1 or not (math.isfinite(v) and v > 0) for k, v in spread.items()):
             raise ValueError(f"unsure thresholds must be positive per horizon, got {spread}")
+        band = dict(data.get("band") or {})
+        if band.get("method", "residual") not in ("residual", *METHODS):
+            raise ValueError(f"unknown band method {band.get('method')!r}")
+        stretch = {int(k): float(v) for k, v in (band.get("stretch") or {}).items()}
+        if any(k < 1 or not (math.isfinite(v) and v > 0) for k, v in stretch.items()):
+            raise ValueError(f"band stretches must be positive per horizon, got {stretch}")
         return cls(
             interval_scale=scale,
             coverage={int(k): dict(v) for k, v in (data.get("coverage") or {}).items()},
@@ -104,10 +157,26 @@ class Calibration:
             unsure=dict(data.get("unsure") or {}),
             source=str(data.get("source") or ""),
             backtest_step=None if data.get("backtest_step") is None else int(data["backtest_step"]),
+            band=band,
         )
 
 
 NEUTRAL = Calibration()
+
+
+def _power_law(points_by_horizon: dict[int, float], horizon: int) -> float | None:
+    """A per-horizon threshold interpolated on log-log axes (it grows with h roughly like a
+    power); beyond the ends the nearest segment's power law continues."""
+    if not points_by_horizon:
+        return None
+    points = sorted(points_by_horizon.items())
+    if len(points) == 1:
+        return points[0][1]
+    x = math.log(max(horizon, 1))
+    logs = [(math.log(h), math.log(v)) for h, v in points]
+    segment = next((i for i in range(len(logs) - 1) if x <= logs[i + 1][0]), len(logs) - 2)
+    (x0, y0), (x1, y1) = logs[segment], logs[segment + 1]
+    return math.exp(y0 + (y1 - y0) * (x - x0) / (x1 - x0))
 
 
 @functools.cache

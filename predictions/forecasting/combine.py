@@ -19,6 +19,11 @@ from .weighting import inverse_error_weights, out_of_sample_skill
 
 __all__ = ["INTERVAL_LEVEL", "combine", "ensure_finite", "sentiment_tilt"]
 FULL_SENTIMENT_COUNT = 20  # posts needed before sentiment gets its full (bounded) say
+VOLATILITY_NAMES = {
+    "gjr": "GJR-GARCH(1,1)-t",
+    "ewma": "EWMA (λ = 0.94)",
+    "rolling": "rolling 250-day",
+}
 
 
 def ensure_finite(value: Any, path: str = "result") -> Any:
@@ -103,6 +108,66 @@ def _interval(
     spread: np.ndarray,
     horizon: int,
     calibration: Calibration,
+    symbol: str | None,
+    band_sigma: np.ndarray | None,
+) -> dict[str, Any] | None:
+    """The 80 % band around the untilted ensemble ``path``: the one the evaluation chose
+    (a volatility band when ``band_sigma`` is given), else the residual band; with the
+    coverage it reached on this symbol's held-out history."""
+    method = calibration.band_method
+    if method != "residual":
+        stretch = [calibration.band_stretch(t + 1) for t in range(horizon)]
+        if band_sigma is None:
+            why = "no volatility estimate was given"
+        elif len(band_sigma) < horizon or not np.all(np.isfinite(band_sigma[:horizon])):
+            why = "the price history is too short for a volatility estimate"
+        elif None in stretch:
+            why = "the table has no stretch for it"
+        else:
+            return _volatility_interval(path, band_sigma[:horizon], stretch, calibration, symbol)
+        fallback = _residual_interval(usable, path, spread, horizon, calibration, symbol)
+        if fallback is not None:
+            fallback["method"] += f" (the {method} volatility band was not used: {why})"
+        return fallback
+    return _residual_interval(usable, path, spread, horizon, calibration, symbol)
+
+
+def _volatility_interval(
+    path: np.ndarray,
+    sigma: np.ndarray,
+    stretch: list[float | None],
+    calibration: Calibration,
+    symbol: str | None,
+) -> dict[str, Any]:
+    """path × exp(±q σ(t, k)): σ from the price history (volatility.py), q per step."""
+    q = np.asarray(stretch, dtype=np.float64)
+    method = calibration.band_method
+    return {
+        "level": INTERVAL_LEVEL,
+        "lower": (path * np.exp(-q * sigma)).tolist(),
+        "upper": (path * np.exp(q * sigma)).tolist(),
+        "method": (
+            f"{VOLATILITY_NAMES.get(method, method)} volatility band around the untilted "
+            "ensemble path, its width stretched by a conformal factor per step"
+        ),
+        "centre": "untilted ensemble path",
+        "sigma": sigma.tolist(),
+        "coverage": calibration.band_coverage(symbol, len(path), method),
+        "calibration": {
+            "scale": q.tolist(),
+            "applied": True,
+            "source": calibration.source,
+        },
+    }
+
+
+def _residual_interval(
+    usable: list[dict[str, Any]],
+    path: np.ndarray,
+    spread: np.ndarray,
+    horizon: int,
+    calibration: Calibration,
+    symbol: str | None,
 ) -> dict[str, Any] | None:
     """80% band: weighted pooled backtest log-residual quantiles around ``path``, widened by
     half the spread, then stretched per step by the calibration's conformal factor."""
@@ -124,7 +189,6 @@ def _interval(
     stride = strides.pop() if len(strides) == 1 else None
     scales = np.array([calibration.scale_for(t + 1, stride) for t in range(horizon)])
     lower, upper = band(path, offsets[:, 0], offsets[:, 1], spread, scales)
-    coverage = calibration.coverage_for(horizon)
     applied = bool(calibration.interval_scale) and (
         calibration.scale_for(horizon, stride) == calibration.scale_for(horizon)
     )
@@ -136,7 +200,11 @@ def _interval(
             "weighted pooled backtest log-residual quantiles + half the model spread, "
             "stretched by a conformal factor per step"
         ),
+        "centre": "untilted ensemble path",
         "n_models": len(pooled),
+        # Measured on held-out history for the stretched band; a band left as built
+        # (a different backtest stride) was not measured.
+        "coverage": calibration.band_coverage(symbol, horizon, "residual") if applied else None,
         "calibration": {
             "scale": scales.tolist(),
             "applied": applied,
@@ -146,10 +214,55 @@ def _interval(
                 else f"not applied: runs backtested every {stride} bars, table tuned for "
                 f"{calibration.backtest_step}"
             ),
-            # Day-h coverage measured on held-out history (nearest evaluated horizon):
-            # "after" for a stretched band, "before" for one left as built.
-            "measured_coverage": coverage,
         },
+    }
+
+
+def _unsure(
+    usable: list[dict[str, Any]],
+    stacked: np.ndarray,
+    relative_spread: float,
+    interval: dict[str, Any] | None,
+    steps: int,
+    calibration: Calibration,
+    explicit: float | None,
+) -> dict[str, Any]:
+    """The `unsure` flag by the rule the evaluation chose; the disagreement rule when it
+    chose that, when a threshold is given (the cascade's), or when the band has no σ."""
+    rule = calibration.unsure_rule
+    sigma = (interval or {}).get("sigma")
+    threshold = calibration.rule_threshold(steps)
+    if explicit is None and rule != "disagreement" and sigma and threshold is not None:
+        value = sigma[-1] if rule == "volatility" else relative_spread / sigma[-1]
+        unsure = doubt.is_unsure(value, threshold)
+        what = (
+            f"expected volatility over {steps} days is high: σ {value:.2%}"
+            if rule == "volatility"
+            else f"the models disagree beyond volatility: spread / σ {value:.2f}"
+        )
+        return {
+            "unsure": unsure,
+            "unsure_reason": f"{what} (threshold {threshold:.3g})" if unsure else None,
+            "unsure_rule": f"unsure when the {rule} statistic exceeds {threshold:.3g}, the "
+            f"threshold tuned for {steps}-day forecasts",
+            "unsure_meaning": doubt.meaning(calibration, rule),
+        }
+    threshold, why = doubt.threshold_for(steps, calibration, explicit)
+    unsure = doubt.is_unsure(relative_spread, threshold)
+    reason = None
+    if unsure:
+        low, high = int(np.argmin(stacked[:, -1])), int(np.argmax(stacked[:, -1]))
+        reason = (
+            f"models disagree: day-{steps} forecasts range from {stacked[low, -1]:.2f} "
+            f"({usable[low]['run'].get('model')}) to {stacked[high, -1]:.2f} "
+            f"({usable[high]['run'].get('model')}), {relative_spread:.1%} of the combined value "
+            f"({why})"
+        )
+    return {
+        "unsure": unsure,
+        "unsure_reason": reason,
+        "unsure_rule": f"unsure when the day-{steps} spread exceeds the {why}",
+        "unsure_meaning": doubt.meaning(calibration),
     }
 
 
@@ -290,8 +403,10 @@ def combine(
     unsure_threshold: float | None = None,
     baseline: str | None = "naive",
     calibration: Calibration | None = None,
+    symbol: str | None = None,
+    band_sigma: np.ndarray | None = None,
 ) -> dict[str, Any]:
-    """Weighted ensemble of the successful model runs, with bounded sentiment tilt.
+    """Weighted ensemble of the successful model runs, its band, and the sentiment beside it.
 
     - Weights ∝ 1 / backtest MAE over runs with ``ok`` and a usable forecast; the rest
       get weight 0 and are listed under ``failed`` with their error. If none is usable,
@@ -300,16 +415,18 @@ def combine(
       backtest MAE is worse than the baseline's earns no weight (``excluded`` says why);
       the baseline keeps its weight. Otherwise a model that does worse than "no change
       plus drift" would still pull the ensemble its way.
-    - ``combined[t]`` is the weighted mean path (``forecast_unadjusted``).
-    - Sentiment (``{"mean_compound": −1..1, "count": posts}``) tilts the path by
-      ``tilt = sentiment_max_adjust * mean_compound * min(1, count / 20)`` — at most
-      ±sentiment_max_adjust (1% by default), less with few posts — applied as a linear
-      ramp: ``forecast[t] = combined[t] * (1 + tilt * (t + 1) / horizon)``.
-    - ``interval``: 80% band from weighted pooled backtest residual quantiles, widened
-      by half the spread between models and stretched per step by ``calibration`` (default:
-      the shipped ``calibration.json``), always containing ``forecast``; None when no run
-      carries residuals. ``interval.calibration.measured_coverage`` is what the offline
-      evaluation measured for the band.
+    - ``forecast`` is the weighted mean path: what the evaluation scored
+      (``forecast_unadjusted`` is the same path, kept for older clients).
+    - Sentiment (``{"mean_compound": −1..1, "count": posts}``) is shown beside it, not in
+      it: ``sentiment.forecast`` is the path tilted by ``tilt = sentiment_max_adjust *
+      mean_compound * min(1, count / 20)`` as a linear ramp (``combined[t] * (1 + tilt *
+      (t + 1) / horizon)``), at most ±sentiment_max_adjust (1% by default). No evaluation
+      has shown that the tilt helps, so neither the forecast nor the band carries it.
+    - ``interval``: the 80 % band the evaluation chose (``calibration``, default the
+      shipped ``calibration.json``): a volatility band ``path × exp(±q σ)`` when
+      ``band_sigma`` (σ of the k-day log return, k = 1..horizon, from the price history)
+      is given, else the backtest residual band. ``interval.coverage`` is what that band
+      covered on ``symbol``'s held-out history at the nearest evaluated horizon, with n.
     - ``unsure`` when (max − min of model forecasts at the final step) / combined value
       exceeds ``unsure_threshold`` if given, else the tuned threshold (see doubt.py);
       ``unsure_rule`` names the threshold, ``unsure_meaning`` says it in one sentence.
@@ -356,20 +473,11 @@ def combine(
 
     tilt, sentiment_note = sentiment_tilt(sentiment, sentiment_max_adjust)
     ramp = np.arange(1, steps + 1) / steps
-    adjusted = combined * (1 + tilt * ramp)
+    tilted = combined * (1 + tilt * ramp)
 
     relative_spread = doubt.relative_spread(stacked[:, -1], float(combined[-1]))
-    threshold, rule = doubt.threshold_for(steps, calibration, unsure_threshold)
-    unsure = doubt.is_unsure(relative_spread, threshold)
-    unsure_reason = None
-    if unsure:
-        low, high = int(np.argmin(stacked[:, -1])), int(np.argmax(stacked[:, -1]))
-        unsure_reason = (
-            f"models disagree: day-{steps} forecasts range from {stacked[low, -1]:.2f} "
-            f"({usable[low]['run'].get('model')}) to {stacked[high, -1]:.2f} "
-            f"({usable[high]['run'].get('model')}), {relative_spread:.1%} of the combined value "
-            f"({rule})"
-        )
+    interval = _interval(usable, combined, spread, steps, calibration, symbol, band_sigma)
+    flag = _unsure(usable, stacked, relative_spread, interval, steps, calibration, unsure_threshold)
 
     members = iter(usable)
     models = []
@@ -391,19 +499,21 @@ def combine(
     result = {
         "horizon": steps,
         "last_price": last,
-        "forecast": adjusted.tolist(),
+        "forecast": combined.tolist(),
         "forecast_unadjusted": combined.tolist(),
-        "interval": _interval(usable, adjusted, spread, steps, calibration),
+        "interval": interval,
         "sentiment": {
             "tilt": tilt,
             "max_adjust": sentiment_max_adjust,
-            "applied": tilt != 0.0,
+            "applied": False,
+            "forecast": tilted.tolist(),
             "note": sentiment_note,
+            "meaning": (
+                "the forecast tilted by the mentions' mood, shown beside it: no evaluation "
+                "has shown the tilt helps, so the forecast and its band leave it out"
+            ),
         },
-        "unsure": unsure,
-        "unsure_reason": unsure_reason,
-        "unsure_rule": f"unsure when the day-{steps} spread exceeds the {rule}",
-        "unsure_meaning": doubt.meaning(calibration),
+        **flag,
         "relative_spread": relative_spread,
         "models": models,
         "failed": failed,

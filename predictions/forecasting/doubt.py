@@ -1,10 +1,12 @@
 """The `unsure` flag: when the models disagree more than usual for the horizon.
 
 Why: a flag people read as "trust this one less" must pick out forecasts that do turn out
-worse. Disagreement grows with the horizon (the models differ mostly in drift), so the
-threshold on the relative day-h spread is tuned per horizon on an earlier window of the
-nested evaluation (it flags a fixed share of that window's forecasts) and checked on a
-later one. Without a tuned value the historical fixed 5 % threshold applies.
+worse. Three rules compete in the nested evaluation (oos_doubt.py): the models'
+disagreement (the relative day-h spread), the expected volatility σ(t, h) of the band, and
+disagreement beyond volatility (spread / σ). Each threshold is tuned per horizon on an
+earlier window (it flags a fixed share of that window's forecasts); the rule that picks out
+the worse forecasts best there is served, and checked on a later window. Without a tuned
+value the historical fixed 5 % spread threshold applies.
 """
 
 from __future__ import annotations
@@ -48,9 +50,23 @@ def tune_threshold(spreads: np.ndarray, flag_rate: float = TUNE_FLAG_RATE) -> fl
     return float(np.quantile(values, 1 - flag_rate))
 
 
-def meaning(calibration: Calibration) -> str:
+def meaning(calibration: Calibration, rule: str = "disagreement") -> str:
     """One sentence for the API and the page: what `unsure` says, with its measured worth."""
     ratio = calibration.unsure.get("error_ratio")
+    if rule != "disagreement" and ratio:
+        share = calibration.unsure.get("tune_flag_rate", TUNE_FLAG_RATE)
+        low, high = calibration.unsure.get("error_ratio_range") or (ratio, ratio)
+        times = f"{low:.1f}×" if round(low, 1) == round(high, 1) else f"{low:.1f}–{high:.1f}×"
+        what = (
+            "the price's expected volatility over the horizon"
+            if rule == "volatility"
+            else "the models' disagreement beyond what volatility explains"
+        )
+        return (
+            f"Unsure means {what} is higher than on {1 - share:.0%} of past forecasts at that "
+            f"horizon; on held-out history such forecasts missed by {times} as much as the "
+            "others."
+        )
     if not calibration.unsure_spread or not ratio:
         return (
             "Unsure means the models' forecasts for the last day differ by more than 5% of the "

@@ -11,8 +11,10 @@ from __future__ import annotations
 from typing import Any
 
 from . import doubt
+from .band_tests import holm
 from .calibration import INTERVAL_LEVEL, Calibration
-from .oos_doubt import tune_unsure, unsure_table
+from .oos_bands import Ranges, band_table, evaluate_bands
+from .oos_doubt import choose_rule, compare_rules, tune_unsure, unsure_table
 from .oos_intervals import coverage_tables, reliability, tune_interval_scale
 from .oos_scores import score_symbol
 from .replay import LIVE
@@ -22,11 +24,24 @@ __all__ = ["HORIZONS", "SymbolRuns", "calibration_from", "evaluate", "run_models
 
 
 def evaluate(
-    series: list[SymbolRuns], horizons: tuple[int, ...] = HORIZONS, *, seed: int = 0
+    series: list[SymbolRuns],
+    horizons: tuple[int, ...] = HORIZONS,
+    *,
+    seed: int = 0,
+    ranges: dict[str, Ranges] | None = None,
 ) -> dict[str, Any]:
-    """Everything the report shows, as plain JSON-safe data (calibration_from() reads it)."""
+    """Everything the report shows, as plain JSON-safe data (calibration_from() reads it).
+    ``ranges`` (daily high/low per symbol) adds Parkinson's QLIKE to the band scores."""
     scales = {h: tune_interval_scale(series, h) for h in horizons}
     unsure = {h: tune_unsure(series, h) for h in horizons}
+    sigmas: dict[Any, Any] = {}
+    bands = evaluate_bands(series, horizons, scales, ranges, seed=seed, cache=sigmas)
+    method = bands["winner"] if bands["winner"] != "residual" else "ewma"
+    rules = {
+        str(h): compare_rules(series, h, method, sigmas, seed=seed)
+        for h in horizons
+        if any(len(sr.ok_runs()) >= 2 for sr in series)
+    }
     report: dict[str, Any] = {
         "horizons": list(horizons),
         "windows": {
@@ -48,10 +63,38 @@ def evaluate(
         "coverage": {str(h): coverage_tables(series, h, scales[h], seed=seed) for h in horizons},
         "reliability": {str(h): reliability(series, h, scales[h]) for h in horizons},
         "unsure": {str(h): unsure_table(series, h, unsure[h], seed=seed) for h in horizons},
+        "bands": bands,
+        "unsure_rules": rules,
+        "unsure_rule": dict(zip(("rule", "why"), choose_rule(rules), strict=True))
+        if rules
+        else None,
         "interval_scale": {str(h): s for h, s in scales.items()},
+        "holm": None,
         "unsure_spread": {str(h): t for h, t in unsure.items()},
     }
+    report["holm"] = _holm_over_cells(report["scores"])
     return report
+
+
+def _holm_over_cells(scores: dict[str, Any]) -> dict[str, int]:
+    """Holm's correction over every (symbol, horizon, row) DM test against naive: each row
+    gets ``after_holm`` ("better", "worse", "not significant"); returns the counts."""
+    rows = [
+        row
+        for by_h in scores.values()
+        for table in by_h.values()
+        for row in table["rows"]
+        if row.get("dm_p_value") is not None
+    ]
+    stands = holm([row["dm_p_value"] for row in rows])
+    counts = {"better": 0, "worse": 0, "not significant": 0, "tests": len(rows)}
+    for row, significant in zip(rows, stands, strict=True):
+        mark = "not significant"
+        if significant:
+            mark = "better" if row["skill_vs_naive"] > 0 else "worse"
+        row["after_holm"] = mark
+        counts[mark] += 1
+    return counts
 
 
 def calibration_from(report: dict[str, Any], source: str) -> Calibration:
@@ -66,19 +109,40 @@ def calibration_from(report: dict[str, Any], source: str) -> Calibration:
     }
     tuned = [report["unsure"][h]["tuned"] for h in report["unsure"]]
     ratios = [t["error_ratio"] for t in tuned if t["error_ratio"] is not None]
+    unsure: dict[str, Any] = {
+        "rule": "disagreement",
+        "tune_flag_rate": doubt.TUNE_FLAG_RATE,
+        "error_ratio": min(ratios) if ratios else None,  # the weakest horizon
+        "error_ratio_range": [min(ratios), max(ratios)] if ratios else None,
+        "per_horizon": {
+            h: {"flag_rate": t["flag_rate"], "error_ratio": t["error_ratio"]}
+            for h, t in zip(report["unsure"], tuned, strict=True)
+        },
+    }
+    chosen = report.get("unsure_rule") or {}
+    if chosen.get("rule") not in (None, "disagreement"):
+        rule = chosen["rule"]
+        rows = {h: c["rules"][rule] for h, c in report["unsure_rules"].items()}
+        test = [r["test"]["error_ratio"] for r in rows.values() if r["test"]["error_ratio"]]
+        unsure = {
+            "rule": rule,
+            "why": chosen["why"],
+            "volatility_method": next(iter(report["unsure_rules"].values()))["volatility_method"],
+            "thresholds": {h: r["threshold"] for h, r in rows.items()},
+            "tune_flag_rate": doubt.TUNE_FLAG_RATE,
+            "error_ratio": min(test) if test else None,
+            "error_ratio_range": [min(test), max(test)] if test else None,
+            "per_horizon": {
+                h: {"flag_rate": r["test"]["flag_rate"], "error_ratio": r["test"]["error_ratio"]}
+                for h, r in rows.items()
+            },
+        }
     return Calibration(
         interval_scale={int(h): float(s) for h, s in report["interval_scale"].items()},
         coverage=coverage,
         unsure_spread={int(h): float(t) for h, t in report["unsure_spread"].items()},
-        unsure={
-            "tune_flag_rate": doubt.TUNE_FLAG_RATE,
-            "error_ratio": min(ratios) if ratios else None,  # the weakest horizon
-            "error_ratio_range": [min(ratios), max(ratios)] if ratios else None,
-            "per_horizon": {
-                h: {"flag_rate": t["flag_rate"], "error_ratio": t["error_ratio"]}
-                for h, t in zip(report["unsure"], tuned, strict=True)
-            },
-        },
+        unsure=unsure,
         source=source,
         backtest_step=LIVE.step,
+        band=band_table(report["bands"]),
     )

@@ -13,7 +13,9 @@ from typing import Any
 import numpy as np
 
 from . import doubt
-from .replay import LEGACY, LIVE
+from .band_tests import bootstrap_block
+from .oos_bands import sigma_at
+from .replay import LEGACY, LIVE, Replay
 from .runs import SymbolRuns
 from .significance import dependence_length, ratio_of_means_interval
 
@@ -63,3 +65,67 @@ def unsure_table(
             "per_symbol": per_symbol,
         }
     return out
+
+
+RULES = ("disagreement", "volatility", "disagreement beyond volatility")
+
+
+def _statistic(rule: str, rep: Replay, sigma: np.ndarray) -> np.ndarray:
+    """What a rule flags on: the models' relative day-h spread, the band's σ(t, h), or
+    the spread in units of σ (disagreement that volatility does not explain)."""
+    if rule == "disagreement":
+        return rep.spread
+    if rule == "volatility":
+        return sigma
+    return rep.spread / sigma
+
+
+def compare_rules(
+    series: list[SymbolRuns], horizon: int, method: str, cache: dict[Any, np.ndarray],
+    *, seed: int = 0,
+) -> dict[str, Any]:  # fmt: skip
+    """Each candidate rule for `unsure`, tuned to flag the same share of the tune windows:
+    its error ratio on the tune windows (which picks the rule) and on the test windows."""
+    usable = [sr for sr in series if len(sr.ok_runs()) >= 2]
+    out: dict[str, Any] = {"volatility_method": method, "rules": {}}
+    for rule in RULES:
+        windows: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {"tune": [], "test": []}
+        tune_values = []
+        for sr in usable:
+            for name, origins in (("tune", sr.windows.tune_origins(horizon)),
+                                  ("test", sr.windows.test_origins(horizon))):  # fmt: skip
+                rep = sr.replayed(LIVE.name, horizon).select(origins)
+                value = _statistic(rule, rep, sigma_at(sr, method, horizon, rep.origins, cache))
+                windows[name].append((value, rep.error))
+                if name == "tune":
+                    tune_values.append(value)
+        threshold = doubt.tune_threshold(np.concatenate(tune_values))
+        entry: dict[str, Any] = {"threshold": threshold}
+        for name, pairs in windows.items():
+            groups = [(value > threshold, error) for value, error in pairs]
+            blocks = [bootstrap_block(max(len(f), 2), horizon) for f, _ in groups]
+            ratio, low, high = ratio_of_means_interval(groups, blocks, seed=seed)
+            flags = np.concatenate([f for f, _ in groups])
+            entry[name] = {
+                "flag_rate": float(flags.mean()),
+                "error_ratio": None if math.isnan(ratio) else ratio,
+                "ratio_ci": None if math.isnan(low) else [low, high],
+            }
+        out["rules"][rule] = entry
+    return out
+
+
+def choose_rule(comparisons: dict[str, dict[str, Any]]) -> tuple[str, str]:
+    """The rule with the highest error ratio on the tune windows summed over horizons (the
+    test windows only report it), and a sentence saying why."""
+
+    def tune_ratio(rule: str) -> float:
+        return sum(c["rules"][rule]["tune"]["error_ratio"] or 0.0 for c in comparisons.values())
+
+    ranked = sorted(RULES, key=tune_ratio, reverse=True)
+    best = ranked[0]
+    return best, (
+        f"'{best}' picked out the worse forecasts best on the tune windows (mean error ratio "
+        + ", ".join(f"{r} {tune_ratio(r) / len(comparisons):.2f}" for r in ranked)
+        + ")"
+    )

@@ -1,7 +1,12 @@
-"""Point-forecast scores on the test window: error, MASE, direction, skill versus naive.
+"""Point-forecast scores on the test window: error, relative MAE, direction, skill versus naive.
 
 Why: "beats naive" may only be claimed where it is significant, so every row carries the
-skill's block-bootstrap interval and a Diebold–Mariano test next to the plain errors.
+skill's block-bootstrap interval (blocks of at least 2 h) and a Diebold–Mariano test (lag
+at least 1.5 h, Harvey–Leybourne–Newbold corrected) next to the plain errors; nested.py
+then applies Holm's correction over every cell. "relative MAE" is the MAE over the
+no-change forecast's MAE on the same origins (not Hyndman's MASE, which scales by the
+in-sample one-step naive error). Directional accuracy is compared with always calling "up",
+the direction a drifting random walk calls.
 Errors are in log terms (|log(actual / forecast)|, about a relative error), so a decade of
 prices that rose many times over is not dominated by its last years.
 """
@@ -13,10 +18,11 @@ from typing import Any
 
 import numpy as np
 
+from .band_tests import bootstrap_block, dm_hln
 from .catalog import BASELINE
 from .replay import LEGACY, LIVE
 from .runs import SymbolRuns, log_actual
-from .significance import dependence_length, diebold_mariano, skill_interval
+from .significance import skill_interval
 from .weighting import inverse_error_weights
 
 
@@ -33,12 +39,18 @@ def _row(
     no_change = np.abs(actual).mean(axis=1)
     moved = actual[:, -1] != 0
     direction = np.sign(forecast[moved, -1]) == np.sign(actual[moved, -1])
+    always_up = actual[moved, -1] > 0
+    direction_p = None
+    if moved.sum() >= 3 and not np.array_equal(direction, always_up):
+        direction_p = dm_hln(1.0 - direction, 1.0 - always_up, horizon).p_value
     row: dict[str, Any] = {
         "model": name,
         "n_origins": len(loss),
         "mae_pct": 100 * float(loss.mean()),
-        "mase": float(loss.mean() / no_change.mean()),
+        "relative_mae": float(loss.mean() / no_change.mean()),
         "directional_accuracy": float(direction.mean()) if moved.any() else None,
+        "direction_always_up": float(always_up.mean()) if moved.any() else None,
+        "direction_p_value": direction_p,
         "skill_vs_naive": None,
         "skill_ci": None,
         "dm_statistic": None,
@@ -47,9 +59,9 @@ def _row(
     }
     if naive_loss is None or name == BASELINE or len(loss) < 3:
         return row
-    lag = dependence_length(len(loss), horizon)
-    skill, low, high = skill_interval(loss, naive_loss, lag, seed=seed)
-    dm = diebold_mariano(loss, naive_loss, lag)
+    block = bootstrap_block(len(loss), horizon)
+    skill, low, high = skill_interval(loss, naive_loss, block, seed=seed)
+    dm = dm_hln(loss, naive_loss, horizon)
     if low > 0:
         verdict = "better"
     elif high < 0:

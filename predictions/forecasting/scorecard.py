@@ -16,7 +16,7 @@ SCORECARD_PATH = Path(__file__).with_name("scorecard.json")
 ROW_KEYS = (
     "n_origins",
     "mae_pct",
-    "mase",
+    "relative_mae",
     "directional_accuracy",
     "skill_vs_naive",
     "skill_ci",

@@ -19,6 +19,11 @@ def test_it_predicts_from_the_page(page, live_server, celery_worker):
     summary = page.text_content("#result-summary")
     assert "Combined forecast" in summary
     assert "2013-03-01" in summary and "sample" in summary
+    # IBM at 7 days: its own measured coverage at 5 days, with n, said to be interpolated.
+    assert "On IBM's held-out history the 80% band held the price" in summary
+    assert "5-day forecasts (the nearest evaluated horizon; 7 days is interpolated)" in summary
+    assert "missed by" in summary  # what `unsure` means, whichever way it came out
+    assert "GJR-GARCH" in page.text_content("#band-method")
     assert page.text_content("#result-title") == "IBM: next 7 trading day(s)"
     assert page.locator("#models tbody tr").count() >= 3
     assert "ok" in page.text_content("#models tbody")

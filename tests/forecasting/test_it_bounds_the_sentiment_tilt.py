@@ -21,16 +21,27 @@ def test_it_scales_the_tilt_down_when_there_are_few_posts():
     assert sentiment_tilt({"mean_compound": -0.5, "count": 40}, 0.01)[0] == pytest.approx(-0.005)
 
 
-def test_it_ramps_the_tilt_linearly_over_the_horizon():
+def test_it_ramps_the_tilt_linearly_over_the_horizon_beside_the_forecast():
     result = combine(
         [model_run("naive", FLAT, mae=1.0)], {"mean_compound": 1.0, "count": 50}, 100.0, 5
     )
 
     assert result["sentiment"]["tilt"] == pytest.approx(0.01)
-    assert result["forecast_unadjusted"] == FLAT
-    assert result["forecast"] == pytest.approx([100.2, 100.4, 100.6, 100.8, 101.0])
-    ratios = [f / u - 1 for f, u in zip(result["forecast"], FLAT, strict=True)]
+    tilted = result["sentiment"]["forecast"]
+    assert tilted == pytest.approx([100.2, 100.4, 100.6, 100.8, 101.0])
+    ratios = [f / u - 1 for f, u in zip(tilted, FLAT, strict=True)]
     assert max(abs(r) for r in ratios) <= 0.01 + 1e-12
+
+
+def test_the_forecast_and_its_band_leave_the_unevaluated_tilt_out():
+    runs = [model_run("naive", FLAT, mae=1.0)]
+    plain = combine(runs, None, 100.0, 5)
+    tilted = combine(runs, {"mean_compound": 1.0, "count": 50}, 100.0, 5)
+
+    assert tilted["forecast"] == plain["forecast"] == FLAT
+    assert tilted["interval"] == plain["interval"]
+    assert tilted["sentiment"]["applied"] is False
+    assert "no evaluation" in tilted["sentiment"]["meaning"]
 
 
 @pytest.mark.parametrize(
@@ -52,4 +63,4 @@ def test_it_honours_a_custom_maximum():
         sentiment_max_adjust=0.002,
     )
 
-    assert result["forecast"][-1] == pytest.approx(99.8)
+    assert result["sentiment"]["forecast"][-1] == pytest.approx(99.8)

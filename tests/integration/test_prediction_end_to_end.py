@@ -36,6 +36,15 @@ def test_it_predicts_aapl_through_the_chord_on_the_worker(staff_api_client, cele
     last = result["data"]["last_close"]
     assert len(combined) == 5
     assert all(0.6 * last < v < 1.4 * last for v in combined)
+    # The band the evaluation chose, with what it covered on AAPL's held-out 5-day paths.
+    band = result["combined"]["interval"]
+    assert "GJR-GARCH" in band["method"], band["method"]
+    assert all(
+        lo < f < hi for lo, f, hi in zip(band["lower"], combined, band["upper"], strict=True)
+    )
+    assert band["coverage"]["scope"] == "symbol" and band["coverage"]["horizon"] == 5
+    assert band["coverage"]["n"] > 1000 and 0.7 < band["coverage"]["coverage"] < 0.9
+    assert "missed by" in result["combined"]["unsure_meaning"]
 
     sentiment = result["sentiment"]
     assert sentiment["source"] == "sample" and sentiment["is_sample"] is True

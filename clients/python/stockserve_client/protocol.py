@@ -48,6 +48,8 @@ class Answer:
     lower: list[float] | None = None
     upper: list[float] | None = None
     unsure: bool | None = None
+    coverage: dict[str, Any] | None = None  # the band's measured coverage, n, horizon, scope
+    unsure_meaning: str = ""
     prediction_id: str = ""
     error: str = ""
     retry_after: float | None = None
@@ -93,5 +95,7 @@ def answer_from_prediction(request_id: str, prediction: dict[str, Any]) -> Answe
         lower=interval.get("lower"),
         upper=interval.get("upper"),
         unsure=combined.get("unsure"),
+        coverage=interval.get("coverage"),
+        unsure_meaning=str(combined.get("unsure_meaning") or ""),
         prediction_id=str(prediction.get("id", "")),
     )

@@ -98,14 +98,20 @@ function renderResult(p) {
     `Prices from ${r.data.source}.`,
     p.cache_hit ? "Answered from the cache." : `Pipeline took ${fmt(r.timings.pipeline_ms, 0)} ms.`,
   ];
-  const band = c.interval && c.interval.calibration;
-  const covered = band && band.measured_coverage && band.measured_coverage[band.applied ? "after" : "before"];
-  if (covered != null) {
+  const covered = c.interval && c.interval.coverage;
+  if (covered) {
     const level = Math.round((c.interval.level || 0.8) * 100);
-    parts.push(`On held-out history the ${level}% interval held the price ${fmt(covered * 100, 0)}% of the time.`);
+    const where = covered.scope === "symbol" ? `${r.symbol}'s` : `the ${covered.symbols} evaluated symbols'`;
+    const horizon = covered.interpolated
+      ? `${covered.horizon}-day forecasts (the nearest evaluated horizon; ${r.horizon} days is interpolated)`
+      : `${covered.horizon}-day forecasts`;
+    parts.push(`On ${where} held-out history the ${level}% band held the price ${fmt(covered.coverage * 100, 1)}% of the time over ${covered.n} ${horizon}.`);
+  } else if (c.interval) {
+    parts.push("This band's coverage was not measured on held-out history.");
   }
-  if (c.unsure) parts.push(`Unsure: ${c.unsure_reason}. ${c.unsure_meaning || ""}`);
+  parts.push(c.unsure ? `Unsure: ${c.unsure_reason}. ${c.unsure_meaning || ""}` : `Not unsure. ${c.unsure_meaning || ""}`);
   $("result-summary").textContent = parts.join(" ");
+  $("band-method").textContent = c.interval ? `Band: ${c.interval.method}.` : "";
 
   const lastDate = r.history.dates[r.history.dates.length - 1];
   const xs = [lastDate, ...r.forecast_dates];
@@ -119,6 +125,9 @@ function renderResult(p) {
     traces.push({ x: xs, y: [last, ...m.forecast], name: `${m.model} (w=${fmt(m.weight)})`, line: { dash: "dot" } });
   }
   traces.push({ x: xs, y: [last, ...c.forecast], name: "combined", line: { color: "#2563eb", width: 3 } });
+  if (c.sentiment && c.sentiment.forecast && c.sentiment.tilt !== 0) {
+    traces.push({ x: xs, y: [last, ...c.sentiment.forecast], name: "with sentiment tilt (unevaluated)", line: { color: "#9333ea", dash: "dash" } });
+  }
   if (window.Plotly) {
     Plotly.react("chart", traces, {
       margin: { l: 50, r: 10, t: 10, b: 40 }, height: 420, legend: { orientation: "h" },
@@ -150,7 +159,7 @@ function renderResult(p) {
     : [["source", s.is_sample ? `${s.source} (sample data, not live posts)` : s.source],
        ["posts", s.count], ["mean compound", fmt(s.mean_compound, 3)],
        ["positive / negative", `${fmt(s.positive_share * 100, 0)}% / ${fmt(s.negative_share * 100, 0)}%`],
-       ["adjustment applied", `${fmt(c.sentiment.tilt * 100, 3)}% (bound ±${fmt(c.sentiment.max_adjust * 100, 1)}%)`]];
+       ["tilt shown beside the forecast", `${fmt(c.sentiment.tilt * 100, 3)}% (bound ±${fmt(c.sentiment.max_adjust * 100, 1)}%); ${c.sentiment.meaning || ""}`]];
   if (s.fallback_reason) entries.push(["note", s.fallback_reason]);
   for (const [k, v] of entries) {
     const dt = document.createElement("dt"); dt.textContent = k;
