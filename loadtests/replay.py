@@ -325,6 +325,14 @@ def report(
             "SELECT symbol, model, since, reason FROM predictions_modelhealth "
             "WHERE state = 'demoted'",
         ),
+        "generation_events": dict(
+            query(db, "SELECT action, COUNT(*) FROM predictions_generationevent GROUP BY action")
+        ),
+        "promotions": query(
+            db,
+            "SELECT symbol, model, generation, reason FROM predictions_generationevent "
+            "WHERE action = 'promoted' AND replaced IS NOT NULL ORDER BY created_at",
+        ),
     }
 
 
@@ -384,6 +392,12 @@ def write(results: dict[str, Any]) -> Path:
         f"- injected fault: {health['fault'] or 'none'}; trading days from its first bar to "
         f"the alarm, per symbol: {health['fault_detection_days'] or '–'}",
         f"- demoted by the running service: {results['demoted'] or 'none'}",
+        "",
+        "## Shadow generations",
+        "",
+        f"- events: {results['generation_events'] or 'none'}",
+        f"- shadows promoted over a serving generation: {len(results['promotions'])}",
+        *(f"  - {s} {m} generation {g}: {why}" for s, m, g, why in results["promotions"]),
     ]
     (out / "report.md").write_text("\n".join(lines) + "\n")
     return out

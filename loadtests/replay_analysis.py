@@ -48,7 +48,9 @@ def load(
                 "path": json.loads(row[6]),
                 "lower": json.loads(row[7]) if row[7] else None,
                 "upper": json.loads(row[8]) if row[8] else None,
-                "members": json.loads(row[9]),
+                "members": {  # shadows are judged apart (predictions/generations.py)
+                    m: v for m, v in json.loads(row[9]).items() if not m.endswith("~shadow")
+                },
             }
             for row in conn.execute(
                 "SELECT id, symbol, horizon, as_of, as_of_close, level, path, lower, upper, "
@@ -157,7 +159,8 @@ def health_alarms(db: Path, fault: tuple[str, float, str] | None = None) -> dict
         rows = conn.execute(
             "SELECT r.symbol, r.horizon, s.model, s.date, s.log_error "
             "FROM predictions_forecastscore s JOIN predictions_forecastrecord r "
-            "ON r.id = s.record_id WHERE s.step = 1 AND s.model != 'ensemble'"
+            "ON r.id = s.record_id WHERE s.step = 1 AND s.model != 'ensemble' "
+            "AND s.model NOT LIKE '%~shadow'"
         ).fetchall()
     shortest: dict[str, int] = {}
     for symbol, horizon, *_ in rows:

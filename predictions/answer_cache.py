@@ -66,6 +66,31 @@ def supersede(symbol: str, horizon: int, version: float) -> None:
     script(_SUPERSEDE)(keys, [repr(version), settings.PREDICTION_CACHE_TTL])
 
 
+def supersede_symbol(symbol: str, version: float) -> int:
+    """Another generation serves this symbol now: every stored answer for it came from the
+    one it replaced. Drops them, and the database's finished predictions from before now
+    stop counting as cached answers (`changed_at`)."""
+    get_redis().set(_changed_key(symbol), repr(version))
+    if not enabled():
+        return 0
+    superseded = 0
+    for key in get_redis().scan_iter(match=f"{PREFIX}:{symbol}:*"):
+        _prefix, _symbol, horizon = text(key).rsplit(":", 2)
+        supersede(symbol, int(horizon), version)
+        superseded += 1
+    return superseded
+
+
+def _changed_key(symbol: str) -> str:
+    return f"{PREFIX}-changed:{symbol}"
+
+
+def changed_at(symbol: str) -> float | None:
+    """When the symbol's serving generations last changed (epoch seconds), if ever."""
+    raw = get_redis().get(_changed_key(symbol))
+    return float(text(raw)) if raw is not None else None
+
+
 def supersede_all(version: float) -> int:
     """A new market day: every stored answer saw older bars. Drops each one and refuses
     renders older than `version`; how many questions it covered."""

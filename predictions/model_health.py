@@ -33,6 +33,7 @@ def daily_errors(symbol: str) -> tuple[list[date], dict[str, dict[date, float]]]
     rows = (
         ForecastScore.objects.filter(record__symbol=symbol, record__horizon=shortest, step=1)
         .exclude(model=ForecastScore.ENSEMBLE)
+        .exclude(model__endswith="~shadow")  # a shadow is judged against its serving one
         .order_by("-date")
         .values_list("date", "model", "log_error")[: WINDOW_DAYS * 8]
     )

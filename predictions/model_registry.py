@@ -146,9 +146,16 @@ def record(
 
 
 def prune(symbol: str, model: str) -> int:
+    """Delete all but the newest REGISTRY_KEEP_GENERATIONS, never the serving generation,
+    the one a rollback would restore, or the shadow being judged."""
+    from predictions import generations  # it reads this module's table; import when pruning
+
     keep = settings.REGISTRY_KEEP_GENERATIONS
+    protected = generations.protected(symbol, model)
     old_ids = list(
-        ModelGeneration.objects.for_model(symbol, model).values_list("id", flat=True)[keep:]
+        ModelGeneration.objects.for_model(symbol, model)
+        .exclude(generation__in=protected)
+        .values_list("id", flat=True)[max(0, keep - len(protected)) :]
     )
     if not old_ids:
         return 0

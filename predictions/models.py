@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import uuid
-from datetime import date, timedelta
+from datetime import UTC, date, datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -79,6 +79,9 @@ class PredictionQuerySet(models.QuerySet["PredictionRequest"]):
         day_began = market_clock.day_began()
         if day_began is not None:
             fresh_since = max(fresh_since, day_began)
+        changed = answer_cache.changed_at(symbol)  # another generation serves since then
+        if changed is not None:
+            fresh_since = max(fresh_since, datetime.fromtimestamp(changed, tz=UTC))
         return (
             self.filter(
                 symbol=symbol,
@@ -481,6 +484,16 @@ class ForecastRecord(models.Model):
             for run in result.get("models", [])
             if run.get("ok") and run.get("forecast")
         }
+        members |= {  # scored beside the serving generation, never weighed (generations.py)
+            f"{run['model']}~shadow": {
+                "path": run["shadow"].get("forecast") or [],
+                "weight": 0.0,
+                "generation": run["shadow"].get("generation"),
+                "shadow": True,
+            }
+            for run in result.get("models", [])
+            if run.get("ok") and (run.get("shadow") or {}).get("forecast")
+        }
         entry = cls(
             symbol=prediction.symbol,
             horizon=prediction.horizon,
@@ -564,3 +577,34 @@ class ModelHealth(models.Model):
 
     def __str__(self) -> str:
         return f"{self.symbol}/{self.model} {self.state}"
+
+
+class GenerationEvent(models.Model):
+    """Every change of which generation serves a (symbol, model), with its reason: the
+    registry's audit trail and the source of truth for what serves (predictions/generations.py).
+
+    ``promoted``: ``generation`` serves from now on (the first one, a shadow that beat the
+    serving one, or an operator's choice), replacing ``replaced``. ``rolled back``: an
+    operator put ``generation`` (the one ``replaced`` had replaced) back. ``shadow``: a new
+    generation started running beside the serving one. ``rejected``: a shadow lost and is
+    never served.
+    """
+
+    PROMOTED, ROLLED_BACK, SHADOW, REJECTED = "promoted", "rolled back", "shadow", "rejected"
+    SERVING_CHANGES = (PROMOTED, ROLLED_BACK)
+
+    symbol = models.CharField(max_length=16)
+    model = models.CharField(max_length=32)
+    generation = models.PositiveIntegerField()
+    action = models.CharField(max_length=16)
+    replaced = models.PositiveIntegerField(null=True, blank=True)
+    reason = models.TextField()
+    actor = models.CharField(max_length=150, default="registry")  # or the operator
+    created_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["symbol", "model", "-created_at"])]
+
+    def __str__(self) -> str:
+        return f"{self.symbol}/{self.model} generation {self.generation} {self.action}"

@@ -21,7 +21,14 @@ from celery import shared_task
 from django.conf import settings
 from django.utils import timezone
 
-from predictions import answer_cache, market_clock, market_events, model_health, track_record
+from predictions import (
+    answer_cache,
+    generations,
+    market_clock,
+    market_events,
+    model_health,
+    track_record,
+)
 from predictions.prices import PriceDataError
 from predictions.prices.sample import SAMPLE_SYMBOLS
 from predictions.redis_client import get_redis, text
@@ -108,6 +115,11 @@ def score_forecasts() -> dict[str, Any]:
             market_events.scored(symbol, scored.rows)
             for model in model_health.evaluate(symbol):
                 retrain(symbol, model)
+            for event in generations.judge(symbol):
+                market_events.publish(
+                    "generation", symbol, model=event.model, generation=event.generation,
+                    action=event.action, reason=event.reason,
+                )  # fmt: skip
         left = left or scored.full
     track_record.prune(market_today())
     if left:

@@ -11,7 +11,7 @@ from typing import Any
 
 from django.conf import settings
 
-from predictions import model_registry
+from predictions import generations, model_registry
 from predictions.forecasting.backtest import evaluate_and_forecast
 from predictions.forecasting.catalog import get_model_class
 from predictions.mentions import gather_sentiment
@@ -30,6 +30,130 @@ RUN_TIMINGS = ("fit_seconds", "backtest_seconds", "predict_seconds")
 
 
 def model_run(
+    name: str, history: PriceHistory, horizon: int, *, warm_start: bool = True, worker: str = ""
+) -> dict[str, Any]:
+    """Backtest and forecast one model with the generation that serves it.
+
+    With shadow generations on (REGISTRY_SHADOW), the serving generation answers, on new
+    bars as it is; a newer generation runs beside it in shadow (trained now if new bars
+    or a fresh run call for one and none is pending) and comes back under ``shadow``,
+    recorded and scored but never combined (predictions/generations.py). Off, the newest
+    generation serves as soon as it is trained.
+    """
+    if not settings.REGISTRY_SHADOW:
+        return _newest_run(name, history, horizon, warm_start=warm_start, worker=worker)
+    served = generations.serving(history.symbol, name)
+    if served is None:
+        payload = _newest_run(name, history, horizon, warm_start=warm_start, worker=worker)
+        first = model_registry.latest(history.symbol, name)
+        if first is not None:
+            generations.start_serving(first, "the first generation of this model")
+        return payload
+    payload = _generation_run(name, served, history, horizon, worker=worker)
+    if payload["trained"]:  # the serving state could not answer on these prices at all
+        return payload
+    pending = generations.shadow(history.symbol, name)
+    if pending is not None:
+        shade = _generation_run(name, pending, history, horizon, worker=worker)
+    elif payload["registry"]["state_status"] != "loaded" or not warm_start:
+        shade = _train_shadow(name, served, history, horizon, warm_start, worker)
+    else:
+        return payload
+    payload["shadow"] = {
+        "generation": shade["registry"]["generation"],
+        "forecast": shade["forecast"],
+        "metrics": shade["metrics"],
+        "mode": shade["registry"]["mode"],
+        "note": "computed and scored beside the serving generation, never served",
+    }
+    return payload
+
+
+def _generation_run(
+    name: str, generation: Any, history: PriceHistory, horizon: int, *, worker: str
+) -> dict[str, Any]:
+    """What one generation answers on these prices: its stored run, else its state used as
+    it is (no training). A state that cannot answer at all (unreadable, or fitted on data
+    these prices do not contain) is retrained, and the new generation serves, saying why."""
+    price_key = history.content_key()
+    state_version = get_model_class(name).state_version
+    stored = model_registry.stored_run(generation, horizon, price_key, state_version)
+    if stored is not None:
+        return _reused(stored, generation)
+    run = evaluate_and_forecast(
+        name,
+        history.adj_close,
+        horizon,
+        seed=settings.MODEL_SEED,
+        state=model_registry.state_of(generation),
+        refit_stale=False,
+    )
+    if run.trained:
+        fresh = _record_generation(name, run, history, None, worker)
+        generations.promote(
+            history.symbol,
+            name,
+            fresh.generation,
+            f"generation {generation.generation} could not answer on these prices "
+            f"({run.state_status}); retrained",
+        )
+        generation = fresh
+    payload = run.as_dict()
+    model_registry.store_run(generation, horizon, price_key, state_version, payload)
+    payload["registry"] = {
+        "generation": generation.generation,
+        "warm_start": not run.trained,
+        "mode": run.mode if run.trained else ("as-is" if run.mode == "as-is" else "warm-start"),
+        "state_status": run.state_status,
+        "run": "computed",
+    }
+    return payload
+
+
+def _train_shadow(
+    name: str,
+    served: Any,
+    history: PriceHistory,
+    horizon: int,
+    warm_start: bool,
+    worker: str,
+) -> dict[str, Any]:
+    """A new generation from the serving one's state (fine-tuned where the model allows,
+    else refitted; from scratch for a fresh run), started in shadow."""
+    state = model_registry.state_of(served) if warm_start else None
+    run = evaluate_and_forecast(
+        name, history.adj_close, horizon, seed=settings.MODEL_SEED, state=state
+    )
+    fresh = _record_generation(name, run, history, served if run.mode == "fine-tuned" else None,
+                               worker)  # fmt: skip
+    generations.started_shadow(fresh, served)
+    payload = run.as_dict()
+    model_registry.store_run(
+        fresh, horizon, history.content_key(), get_model_class(name).state_version, payload
+    )
+    payload["registry"] = {"generation": fresh.generation, "mode": run.mode}
+    return payload
+
+
+def _record_generation(name: str, run: Any, history: PriceHistory, parent: Any, worker: str) -> Any:
+    return model_registry.record(
+        symbol=history.symbol,
+        model=name,
+        state=run.state,
+        mode="fine-tuned" if run.mode == "fine-tuned" else "trained",
+        parent=parent,
+        price_key=history.content_key(),
+        data_source=history.source,
+        train_bars=run.n_train,
+        train_last_date=history.dates[run.n_train - 1].item(),
+        data_last_date=history.last_bar_date,
+        fit_seconds=run.fit_seconds,
+        metrics=run.metrics,
+        worker=worker,
+    )
+
+
+def _newest_run(
     name: str, history: PriceHistory, horizon: int, *, warm_start: bool = True, worker: str = ""
 ) -> dict[str, Any]:
     """Backtest and forecast one model, reusing the newest registry generation if it fits.
@@ -63,21 +187,8 @@ def model_run(
     generation = previous
     if run.trained:
         fine_tuned = getattr(run, "mode", "trained") == "fine-tuned"
-        generation = model_registry.record(
-            symbol=history.symbol,
-            model=name,
-            state=run.state,
-            mode="fine-tuned" if fine_tuned else "trained",
-            parent=previous if fine_tuned else None,
-            price_key=price_key,
-            data_source=history.source,
-            train_bars=run.n_train,
-            train_last_date=history.dates[run.n_train - 1].item(),
-            data_last_date=history.last_bar_date,
-            fit_seconds=run.fit_seconds,
-            metrics=run.metrics,
-            worker=worker,
-        )
+        generation = _record_generation(name, run, history, previous if fine_tuned else None,
+                                        worker)  # fmt: skip
     payload = run.as_dict()
     if generation is not None and (run.trained or run.state_status == "loaded"):
         model_registry.store_run(generation, horizon, price_key, state_version, payload)

@@ -285,6 +285,7 @@ def evaluate_and_forecast(
     holdout: int = HOLDOUT,
     step: int = STEP,
     params: dict[str, Any] | None = None,
+    refit_stale: bool = True,
 ) -> ModelRun:
     """Backtest the named model and forecast ``horizon`` days after ``prices[-1]``.
 
@@ -299,6 +300,10 @@ def evaluate_and_forecast(
       ago a full fit, it is fine-tuned on the prefix (``mode`` "fine-tuned"); otherwise
       refitted (``mode`` "trained");
     - "invalid: <reason>": unreadable or another model's → refitted.
+
+    ``refit_stale=False`` uses a stale state as it is (``mode`` "as-is", not trained): a
+    serving generation answering on bars it was not trained on while a newer generation
+    runs in shadow. Its backtest is still out of sample (it was trained on older data).
 
     Raises ForecastError with a human message when the model cannot run at all.
     """
@@ -315,6 +320,8 @@ def evaluate_and_forecast(
         state_status, gap = _load_state(model, state, prefix, requested)
         if state_status == "loaded":
             mode = "warm-start"
+        elif state_status == "stale" and not refit_stale and gap is not None:
+            mode = "as-is"  # fitted on data inside the prefix: its backtest stays honest
         elif (
             state_status == "stale"
             and gap is not None
@@ -328,7 +335,7 @@ def evaluate_and_forecast(
     if mode == "trained":
         model.fit(prefix)
     fit_seconds = time.perf_counter() - start
-    trained = mode != "warm-start"
+    trained = mode not in ("warm-start", "as-is")
 
     result = walk_forward(cls, clean, steps, holdout=holdout, step=step, model=model)
     start = time.perf_counter()

@@ -49,8 +49,18 @@ def test_a_run_from_another_code_version_is_not_reused():
     assert stages.model_run("naive", history, 3)["registry"]["run"] == "computed"
 
 
-def test_a_cold_request_neither_reads_nor_reuses_the_registry():
+def test_a_cold_request_neither_reads_nor_reuses_the_registry(settings):
+    settings.REGISTRY_SHADOW = False  # the newest generation serves at once
     history = price_chain().fetch("MSFT")
     stages.model_run("naive", history, 2)
     cold = stages.model_run("naive", history, 2, warm_start=False)
     assert cold["trained"] is True and cold["registry"]["run"] == "computed"
+
+
+def test_with_shadows_a_cold_request_trains_a_shadow_and_the_serving_generation_answers():
+    history = price_chain().fetch("MSFT")
+    first = stages.model_run("naive", history, 2)
+    cold = stages.model_run("naive", history, 2, warm_start=False)
+    assert cold["registry"]["generation"] == first["registry"]["generation"] == 1
+    assert cold["forecast"] == first["forecast"]
+    assert cold["shadow"]["generation"] == 2 and cold["shadow"]["mode"] == "trained"
