@@ -29,6 +29,54 @@ async function load() {
     return;
   }
   render(body);
+  await loadGenerations(q.symbol);
+}
+
+// Which generation serves each model, the shadow, the trail; staff may roll back.
+async function loadGenerations(symbol) {
+  const response = await fetch(`/api/v1/generations/?symbol=${encodeURIComponent(symbol)}`, { headers: { Accept: "application/json" } });
+  if (!response.ok) return;
+  const body = await response.json();
+  const staffForm = document.getElementById("generation-form");
+  const rows = $("generations").tBodies[0];
+  rows.replaceChildren();
+  for (const g of body.models || []) {
+    const tr = rows.insertRow();
+    tr.dataset.model = g.model;
+    for (const text of [g.model, g.serving ?? "–", g.shadow ?? "–", g.rollback_to ?? "–"]) tr.insertCell().textContent = text;
+    const action = tr.insertCell();
+    if (staffForm && g.rollback_to !== null) {
+      const button = document.createElement("button");
+      button.type = "button";
+      button.textContent = `Roll back to ${g.rollback_to}`;
+      button.addEventListener("click", () => rollback(symbol, g.model, staffForm));
+      action.append(button);
+    }
+  }
+  const events = $("generation-events").tBodies[0];
+  events.replaceChildren();
+  for (const e of (body.events || []).slice(0, 12)) {
+    const tr = events.insertRow();
+    for (const text of [e.at.slice(0, 19).replace("T", " "), e.model, e.generation, e.action, e.reason, e.actor]) tr.insertCell().textContent = text;
+  }
+}
+
+async function rollback(symbol, model, form) {
+  const reason = window.prompt(`Why roll ${symbol}/${model} back? (recorded with your name)`);
+  if (!reason) return;
+  const token = form.querySelector("[name=csrfmiddlewaretoken]").value;
+  const response = await fetch(`/api/v1/generations/${encodeURIComponent(symbol)}/${encodeURIComponent(model)}/`, {
+    method: "POST",
+    headers: { "Content-Type": "application/json", Accept: "application/json", "X-CSRFToken": token },
+    body: JSON.stringify({ action: "rollback", reason }),
+  });
+  const answer = await response.json();
+  if (!response.ok) {
+    say(answer.error || `The rollback was refused (${response.status}).`, "bad");
+    return;
+  }
+  say(`${symbol}/${model}: generation ${answer.event.generation} serves again.`, "ok");
+  await loadGenerations(symbol);
 }
 
 function realizedSeries(forecasts) {
