@@ -87,6 +87,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "predictions.log_context.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -442,14 +443,34 @@ DASHBOARD_WINDOW = env_int("DASHBOARD_WINDOW", 500, minimum=10)
 # METRICS_TOKEN one is generated into var/metrics_token. DEBUG leaves /metrics open.
 METRICS_TOKEN = _secret("METRICS_TOKEN", 32)
 
+# Every line carries the prediction it belongs to ("-" for none; predictions/log_context.py),
+# so `grep <id>` follows one request through the web process, the workers and the relay.
+# LOG_FORMAT=json writes one JSON object per line for a log shipper.
+LOG_FORMAT = env_choice("LOG_FORMAT", "plain", ("plain", "json"))
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "filters": {"request_id": {"()": "predictions.log_context.RequestIdFilter"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s [%(request_id)s] %(name)s: %(message)s"},
+        "json": {
+            "()": "pythonjsonlogger.json.JsonFormatter",
+            "fmt": "%(asctime)s %(levelname)s %(request_id)s %(name)s %(process)d %(message)s",
+            "rename_fields": {"asctime": "time", "levelname": "level", "name": "logger"},
+        },
+    },
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": LOG_FORMAT,
+            "filters": ["request_id"],
+        }
+    },
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
     "loggers": {"django.request": {"level": "ERROR"}},
 }
+# Workers log through the configuration above (with the request id), not Celery's own.
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 
 # A pool child imports TensorFlow at start-up (~3 s): give it time to report in.
 CELERY_WORKER_PROC_ALIVE_TIMEOUT = 60

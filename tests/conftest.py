@@ -23,7 +23,9 @@ def celery_worker(django_db_setup: None, django_db_blocker: object) -> Iterator[
     It does not cache its routing answers, so a test that starts or stops a gpu worker sees
     the routes change as soon as the heartbeat does, instead of sleeping out a cache.
     """
-    proc = start_worker_process("test", "io,cpu", extra_env={"ROUTING_CACHE_SECONDS": "0"})
+    proc = start_worker_process(
+        "test", "io,cpu", extra_env={"ROUTING_CACHE_SECONDS": "0"}, loglevel="INFO"
+    )  # INFO: each stage's line, with its request id, is in the worker log
     try:
         yield wait_for_worker("test@", proc, timeout=120)
     finally:

@@ -17,6 +17,7 @@ question (counting hits today) happens here, once.
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
@@ -25,12 +26,14 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 
-from predictions import answer_cache, event_metrics
+from predictions import answer_cache, event_metrics, log_context
 from predictions.admission import BUSY, in_flight_limit
 from predictions.models import PredictionRequest
 from predictions.redis_client import get_redis
 from predictions.submission import Admission, NotAdmitted, SymbolNotServed, submit
 from workers import pipeline, routing
+
+log = logging.getLogger(__name__)
 
 
 def _default_strategy() -> str:
@@ -147,7 +150,7 @@ def ask(
         answered = cached_answer(question.symbol, question.horizon, accept)
         if answered is not None:
             _count_hit()
-            return answered
+            return answered  # no log line: cached answers come thousands a second
     gate = (
         Admission(client.key, in_flight_limit(routing.model_processes()))
         if client.admitted
@@ -169,6 +172,15 @@ def ask(
     except NotAdmitted as exc:
         decision = exc.decision
         return Refused(str(exc), decision.retry_after, busy=decision.outcome == BUSY)
+    log_context.bind(submission.request.id)
+    log.info(
+        "%s %s h=%s for %s (%s)",
+        "joined" if submission.joined else "queued",
+        question.symbol,
+        question.horizon,
+        client.key.split(":", 1)[0],  # the kind of client, never its address
+        question.strategy,
+    )
     if not submission.joined:
         transaction.on_commit(partial(pipeline.dispatch, submission.request))
     return Queued(submission.request, joined=submission.joined)

@@ -31,6 +31,7 @@ from celery.signals import (
 from celery.worker import state as worker_state
 from django.conf import settings
 
+from predictions import log_context
 from workers import presence, queue_wait, warmup
 
 REFRESH_WATCHLIST = "workers.tasks.refresh_watchlist"
@@ -134,3 +135,15 @@ def record_queue_wait(task: Any = None, **kwargs: Any) -> None:
         sent_at = (getattr(request, "headers", None) or {}).get(queue_wait.SENT_HEADER)
     queue = (request.delivery_info or {}).get("routing_key")
     queue_wait.record_start(queue, sent_at)
+
+
+@task_prerun.connect
+def bind_request_id(args: Any = None, kwargs: Any = None, **_: Any) -> None:
+    """The task's log lines carry the prediction it works for (its `request_id` argument)."""
+    found = (kwargs or {}).get("request_id") or log_context.request_id_in(args or ())
+    log_context.bind(found or log_context.NONE)
+
+
+@task_postrun.connect
+def unbind_request_id(**_: Any) -> None:
+    log_context.reset()

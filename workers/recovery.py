@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.utils import timezone
 
-from predictions import progress
+from predictions import log_context, progress
 from predictions.models import PredictionRequest
 from predictions.redis_client import epoch
 from workers import pipeline
@@ -51,10 +51,13 @@ def sweep() -> Sweep:
     moved = progress.last_progress([str(r.id) for r in in_flight])
     redispatched = 0
     for request in in_flight:
+        token = log_context.bind(request.id)
         try:
             redispatched += _recover(request, current, moved.get(str(request.id)))
         except Exception:  # this request's trouble (the broker refusing it...), not the sweep's
             log.exception("sweeper: request %s could not be recovered this time", request.id)
+        finally:
+            log_context.reset(token)
     return Sweep(redispatched, PredictionRequest.objects.fail_stale())
 
 

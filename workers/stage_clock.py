@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 
@@ -9,6 +10,8 @@ from celery import Task
 
 from predictions import progress
 from predictions.results import StageRecord
+
+log = logging.getLogger(__name__)
 
 
 class StageClock:
@@ -37,4 +40,8 @@ class StageClock:
         if detail:
             record["detail"] = detail
         progress.record_stage(self.request_id, dict(record))
+        log.info(
+            "stage %s %s in %.0f ms on %s", self.stage, outcome, record["duration_ms"],
+            record["queue"],
+        )  # fmt: skip
         return record

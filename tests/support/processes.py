@@ -50,13 +50,14 @@ def start_worker_process(
     concurrency: int = 2,
     autoscale: str = "",
     extra_env: dict[str, str] | None = None,
+    loglevel: str = "WARNING",
 ) -> subprocess.Popen[bytes]:
     env = {**os.environ, "DATABASE_URL": database_url_for_workers(), "WORKER_GPU": gpu}
     env.update(extra_env or {})
     WORKER_LOG.parent.mkdir(exist_ok=True)
     log = open(WORKER_LOG, "ab")  # noqa: SIM115 - closed when the process ends
     command = processes.worker(
-        name, queues, concurrency, gpu=gpu, loglevel="WARNING", autoscale=autoscale
+        name, queues, concurrency, gpu=gpu, loglevel=loglevel, autoscale=autoscale
     )
     return spawn(command.argv(), env=env, log=log)
 

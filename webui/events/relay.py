@@ -24,6 +24,7 @@ from typing import Any
 
 import redis.asyncio as aioredis
 
+from predictions import log_context
 from predictions.event_metrics import CACHED_FIELD, METRICS_KEY, REFUSED_PREFIX
 from predictions.progress import EVENTS_CHANNEL
 from predictions.redis_client import text
@@ -152,14 +153,15 @@ class Relay:
 
         async def send(group: str, message: dict[str, Any]) -> None:
             async with gate:
-                await self.layer.group_send(group, message)
+                try:
+                    await self.layer.group_send(group, message)
+                except Exception as exc:  # one group's failure, not the tick's
+                    # Each send is its own task: the id bound here is this line's only.
+                    log_context.bind(group.removeprefix("prediction.") if group != DASHBOARD_GROUP
+                                     else log_context.NONE)  # fmt: skip
+                    log.warning("relay send to %s failed: %r", group, exc)
 
-        outcomes = await asyncio.gather(
-            *(send(group, message) for group, message in messages), return_exceptions=True
-        )
-        for outcome in outcomes:
-            if isinstance(outcome, Exception):
-                log.warning("relay send failed: %r", outcome)
+        await asyncio.gather(*(send(group, message) for group, message in messages))
 
     async def _count_counters(self, redis: aioredis.Redis, now: float) -> None:
         """Hits and refusals since the last look, from the counters every web process
