@@ -8,7 +8,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_INSTALL := $(SUDO) apt-get install -y -q --no-install-recommends
 
 .PHONY: help run test test-fast setup check lint format types imports generate migrations-check \
-	lint-playbooks browser test-hosts postgres wrk token clean \
+	lint-playbooks browser test-hosts postgres promtool wrk token clean \
 	bench-api bench-models bench-overhead bench-events evaluate adopt-evaluation experiment soak step-load replay
 
 help:  ## this list
@@ -30,7 +30,7 @@ run: setup  ## start Redis (unless REDIS_URL is set), web, workers, beat; Ctrl-C
 POSTGRES_TESTS := tests/api tests/market tests/workers tests/webui \
 	tests/integration/test_model_registry.py tests/integration/test_identical_requests_elect_one_leader.py \
 	tests/integration/test_lost_requests.py tests/integration/test_prediction_end_to_end.py
-test: setup browser test-hosts postgres check  ## every test (SQLite), then the database-heavy ones on PostgreSQL
+test: setup browser test-hosts postgres promtool check  ## every test (SQLite), then the database-heavy ones on PostgreSQL
 	$(PY) -m pytest
 	TEST_DATABASE=postgres $(PY) -m pytest -m "not browser" $(POSTGRES_TESTS)
 
@@ -61,7 +61,7 @@ generate: setup  ## rewrite docker-compose.yml, the Dockerfile and the playbooks
 migrations-check: setup
 	$(PY) manage.py makemigrations --check --dry-run
 
-PLAYBOOKS := site.yml add_worker.yml remove_worker.yml status.yml scheduler.yml
+PLAYBOOKS := site.yml add_worker.yml remove_worker.yml status.yml scheduler.yml monitoring.yml
 lint-playbooks: setup  ## ansible-lint (production profile, offline) and --syntax-check
 	cd playbooks && PATH="$(abspath $(VENV))/bin:$$PATH" ansible-lint --offline
 	cd playbooks && PATH="$(abspath $(VENV))/bin:$$PATH" ansible-playbook --syntax-check $(PLAYBOOKS)
@@ -72,6 +72,9 @@ browser:  ## Debian's Chromium for the browser tests (Playwright drives it; no b
 postgres:  ## Debian's postgresql, for the tests' throwaway cluster (nothing is left running)
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1 || \
 		{ $(SUDO) apt-get update -q && $(APT_INSTALL) postgresql; }
+
+promtool:  ## Debian's prometheus package, for promtool: the alert rules' checks and unit tests
+	@command -v promtool >/dev/null 2>&1 || { $(SUDO) apt-get update -q && $(APT_INSTALL) prometheus; }
 
 test-hosts:  ## Debian's openssh-server: the provisioning test runs an sshd in each test host
 	@[ -x /usr/sbin/sshd ] || { $(SUDO) apt-get update -q && $(APT_INSTALL) openssh-server; }

@@ -44,6 +44,10 @@ CMD {_list(web)}
 """
 
 
+MONITORING = "playbooks/roles/monitoring/files"
+GRAFANA = "/etc/grafana/provisioning"
+
+
 def compose() -> str:
     after_migrate = "depends_on: {migrate: {condition: service_completed_successfully}}"
     return f"""# {GENERATED}
@@ -55,6 +59,7 @@ x-app: &app
     DATABASE_URL: postgres://stockserve:stockserve@postgres:5432/stockserve
     REDIS_URL: redis://redis:6379/0
     SECRET_KEY: ${{SECRET_KEY:-change-me-in-production}}
+    METRICS_TOKEN: ${{METRICS_TOKEN:-change-me-metrics-token}}
     ALLOWED_HOSTS: 127.0.0.1,localhost,web
     PRICE_PROVIDERS: ${{PRICE_PROVIDERS:-yfinance,sample}}
     X_BEARER_TOKEN: ${{X_BEARER_TOKEN:-}}
@@ -115,6 +120,35 @@ services:
     <<: *app
     command: {_list(processes.queue())}
     {after_migrate}
+
+  # `docker compose --profile monitoring up`: Prometheus with the alert rules on :9090,
+  # Grafana with the dashboard on :3000 (the same files the monitoring playbook installs).
+  prometheus:
+    image: prom/prometheus:v2.53.2
+    profiles: [monitoring]
+    environment:
+      METRICS_TOKEN: ${{METRICS_TOKEN:-change-me-metrics-token}}
+    # The scrape token goes to a file only Prometheus reads, never into its config.
+    entrypoint:
+      - /bin/sh
+      - -c
+      - >-
+        umask 077 && printf %s "$$METRICS_TOKEN" > /tmp/metrics_token &&
+        exec /bin/prometheus --config.file=/etc/prometheus/prometheus.yml
+    volumes:
+      - ./{MONITORING}/prometheus-compose.yml:/etc/prometheus/prometheus.yml:ro
+      - ./{MONITORING}/stockserve-rules.yml:/etc/prometheus/stockserve-rules.yml:ro
+    ports: ["127.0.0.1:9090:9090"]
+    depends_on: [web]
+  grafana:
+    image: grafana/grafana:11.2.0
+    profiles: [monitoring]
+    volumes:
+      - ./{MONITORING}/grafana/datasource.yml:{GRAFANA}/datasources/stockserve.yml:ro
+      - ./{MONITORING}/grafana/dashboards.yml:{GRAFANA}/dashboards/stockserve.yml:ro
+      - ./{MONITORING}/stockserve-dashboard.json:/var/lib/grafana/dashboards/stockserve.json:ro
+    ports: ["127.0.0.1:3000:3000"]
+    depends_on: [prometheus]
 
 volumes:
   redis-data:
