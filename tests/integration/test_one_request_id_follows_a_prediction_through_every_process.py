@@ -37,7 +37,8 @@ def test_the_web_line_and_every_stage_line_carry_the_prediction_id(
     assert prediction["status"] == "done", prediction["error"]
     tag = f"[{accepted['id']}]"
 
-    assert any("queued MSFT h=2" in line and tag in line for line in web_log.getvalue().splitlines())
+    web_lines = web_log.getvalue().splitlines()
+    assert any("queued MSFT h=2" in line and tag in line for line in web_lines)
 
     def stage_lines() -> list[str]:
         with open(WORKER_LOG, encoding="utf-8", errors="replace") as log:
