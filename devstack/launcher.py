@@ -73,13 +73,16 @@ def main() -> int:
     # minutes on a machine with no network (MARKET_CLOCK=live follows the wall clock).
     os.environ.setdefault("MARKET_CLOCK", "replay")
     redis = None
+    children: dict[str, list[str]] = {}
     if not os.environ.get("REDIS_URL"):
+        # A supervised child like the rest: a Redis that dies is started again on its
+        # append-only file, and the stack carries on (requests broken by it are re-run).
         workdir = str(VAR_DIR / "redis")
         redis = EmbeddedRedis(workdir=workdir, password=password_in(workdir), persist=True)
-        redis.start()
+        children["redis"] = redis.argv()
         os.environ["REDIS_URL"] = redis.url
-        print(f"Started a private redis-server on 127.0.0.1:{redis.port}", flush=True)
-    stack = Supervisor(_processes(port, host), cwd=ROOT, say=lambda line: print(line, flush=True))
+    children |= _processes(port, host)
+    stack = Supervisor(children, cwd=ROOT, say=lambda line: print(line, flush=True))
     stopping = False
 
     def request_stop(signum: int, frame: object) -> None:
@@ -89,6 +92,10 @@ def main() -> int:
     signal.signal(signal.SIGINT, request_stop)
     signal.signal(signal.SIGTERM, request_stop)
     try:
+        if redis is not None:
+            stack.start(only=["redis"])
+            redis.wait_ready(timeout=30)
+            print(f"Started a private redis-server on 127.0.0.1:{redis.port}", flush=True)
         subprocess.run([*processes.migrate().argv(), "-v", "0"], check=True, cwd=ROOT)
         stack.start()
         shown = "127.0.0.1" if host in ("0.0.0.0", "") else host
@@ -109,7 +116,5 @@ def main() -> int:
             time.sleep(0.5)
     finally:
         print("Stopping…", flush=True)
-        stack.stop()
-        if redis is not None:
-            redis.stop()
+        stack.stop(last=["redis"])  # the others still flush to Redis as they stop
     return 0

@@ -81,26 +81,39 @@ class EmbeddedRedis:
         auth = f":{self.password}@" if self.password else ""
         return f"redis://{auth}127.0.0.1:{self.port}/0"
 
-    def start(self, timeout: float = 10.0) -> EmbeddedRedis:
+    def argv(self) -> list[str]:
+        """The server's command line (for a supervisor that restarts it when it dies)."""
         os.makedirs(self.workdir, exist_ok=True)
-        argv = redis_server_argv(
+        return redis_server_argv(
             self.port, self.workdir, password=self.password, persist=self.persist
         )
-        self.process = spawn(argv, cwd=Path.cwd(), log=subprocess.DEVNULL)
+
+    def start(self, timeout: float = 10.0) -> EmbeddedRedis:
+        self.process = spawn(self.argv(), cwd=Path.cwd(), log=subprocess.DEVNULL)
+        try:
+            self.wait_ready(timeout, self.process)
+        except RuntimeError:
+            self.stop()
+            raise
+        return self
+
+    def wait_ready(
+        self, timeout: float = 10.0, process: subprocess.Popen[bytes] | None = None
+    ) -> None:
+        """Until the server answers PING (it may still be loading its append-only file)."""
         ping = (f"AUTH {self.password}\r\n" if self.password else "") + "PING\r\n"
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"redis-server exited with code {self.process.returncode}")
+            if process is not None and process.poll() is not None:
+                raise RuntimeError(f"redis-server exited with code {process.returncode}")
             try:
                 with socket.create_connection(("127.0.0.1", self.port), timeout=0.5) as conn:
                     conn.sendall(ping.encode())
                     if b"+PONG" in conn.recv(64):
-                        return self
+                        return
             except OSError:
                 pass
             time.sleep(0.05)
-        self.stop()
         raise RuntimeError(f"redis-server did not answer on port {self.port} within {timeout} s")
 
     def stop(self) -> None:

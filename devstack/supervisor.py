@@ -113,9 +113,11 @@ class Supervisor:
         self.children = {name: Child(name, argv) for name, argv in commands.items()}
         self.cwd, self.env, self.say, self.clock = cwd, env, say, clock
 
-    def start(self) -> None:
-        for child in self.children.values():
-            self._spawn(child)
+    def start(self, only: Sequence[str] | None = None) -> None:
+        """Start every child (or those named in `only`) not started yet."""
+        for name, child in self.children.items():
+            if child.proc is None and (only is None or name in only):
+                self._spawn(child)
 
     def _spawn(self, child: Child) -> None:
         child.proc = spawn(child.argv, cwd=self.cwd, env=self.env)
@@ -146,9 +148,12 @@ class Supervisor:
         proc = self.children[name].proc
         return proc.pid if proc is not None and proc.poll() is None else None
 
-    def stop(self, grace: float = 15.0) -> None:
-        """TERM every child's process group, then KILL the groups still there after `grace`."""
-        stop_groups([c.proc for c in self.children.values() if c.proc is not None], grace)
+    def stop(self, grace: float = 15.0, last: Sequence[str] = ()) -> None:
+        """TERM every child's process group, then KILL the groups still there after `grace`;
+        the children named in `last` (Redis, which the others flush to) after the rest."""
+        for group in ([n for n in self.children if n not in last], list(last)):
+            procs = [self.children[n].proc for n in group if n in self.children]
+            stop_groups([p for p in procs if p is not None], grace)
 
 
 def stop_groups(procs: Sequence[subprocess.Popen[bytes]], grace: float = 15.0) -> None:

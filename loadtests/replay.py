@@ -396,8 +396,9 @@ def write(results: dict[str, Any]) -> Path:
         "## Shadow generations",
         "",
         f"- events: {results['generation_events'] or 'none'}",
-        f"- shadows promoted over a serving generation: {len(results['promotions'])}",
-        *(f"  - {s} {m} generation {g}: {why}" for s, m, g, why in results["promotions"]),
+        f"- shadows promoted over a serving generation: {len(results['promotions'])} "
+        "(each with its reason in results.json); the first five:",
+        *(f"  - {s} {m} generation {g}: {why}" for s, m, g, why in results["promotions"][:5]),
     ]
     (out / "report.md").write_text("\n".join(lines) + "\n")
     return out
