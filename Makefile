@@ -9,7 +9,7 @@ APT_INSTALL := $(SUDO) apt-get install -y -q --no-install-recommends
 
 .PHONY: help run test test-fast setup check lint format types imports generate migrations-check \
 	lint-playbooks browser test-hosts postgres promtool wrk token clean \
-	bench-api bench-models bench-overhead bench-events evaluate adopt-evaluation experiment soak step-load replay
+	bench-api bench-models bench-overhead bench-events evaluate adopt-evaluation experiment soak step-load replay request-cost
 
 help:  ## this list
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
@@ -90,6 +90,9 @@ bench-api: setup wrk  ## the serving hot path against a bare Django view and a b
 
 step-load: setup  ## low, high, low arrivals with autoscaling off and on: p95, queue wait, worker-seconds
 	$(PY) -m loadtests.step_load $(STEP_LOAD_ARGS)
+
+request-cost: setup  ## what one cached, warm and cold request costs Redis and the database; Redis's capacity for them
+	$(PY) -m loadtests.request_cost $(REQUEST_COST_ARGS)
 
 replay: setup  ## a year of the offline market through the real stack: forecasts of record, live coverage, bar -> forecast
 	$(PY) -m loadtests.replay $(REPLAY_ARGS)
