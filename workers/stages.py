@@ -44,20 +44,22 @@ def model_run(
         return _newest_run(name, history, horizon, warm_start=warm_start, worker=worker)
     served = generations.serving(history.symbol, name)
     if served is None:
-        payload = _newest_run(name, history, horizon, warm_start=warm_start, worker=worker)
+        first_run = _newest_run(name, history, horizon, warm_start=warm_start, worker=worker)
         first = model_registry.latest(history.symbol, name)
         if first is not None:
             generations.start_serving(first, "the first generation of this model")
-        return payload
+        return first_run
     payload = _generation_run(name, served, history, horizon, worker=worker)
+    assert payload is not None  # a serving generation always answers (retrained if need be)
     if payload["trained"]:  # the serving state could not answer on these prices at all
         return payload
     pending = generations.shadow(history.symbol, name)
+    shade: dict[str, Any] | None = None
     if pending is not None:
-        shade = _generation_run(name, pending, history, horizon, worker=worker)
+        shade = _generation_run(name, pending, history, horizon, worker=worker, shadow=True)
     elif payload["registry"]["state_status"] != "loaded" or not warm_start:
         shade = _train_shadow(name, served, history, horizon, warm_start, worker)
-    else:
+    if shade is None:
         return payload
     payload["shadow"] = {
         "generation": shade["registry"]["generation"],
@@ -70,11 +72,18 @@ def model_run(
 
 
 def _generation_run(
-    name: str, generation: Any, history: PriceHistory, horizon: int, *, worker: str
-) -> dict[str, Any]:
+    name: str,
+    generation: Any,
+    history: PriceHistory,
+    horizon: int,
+    *,
+    worker: str,
+    shadow: bool = False,
+) -> dict[str, Any] | None:
     """What one generation answers on these prices: its stored run, else its state used as
-    it is (no training). A state that cannot answer at all (unreadable, or fitted on data
-    these prices do not contain) is retrained, and the new generation serves, saying why."""
+    it is (no training). A serving state that cannot answer at all (unreadable, or fitted
+    on data these prices do not contain) is retrained and the new generation serves, saying
+    why; such a shadow is rejected (None)."""
     price_key = history.content_key()
     state_version = get_model_class(name).state_version
     stored = model_registry.stored_run(generation, horizon, price_key, state_version)
@@ -88,6 +97,9 @@ def _generation_run(
         state=model_registry.state_of(generation),
         refit_stale=False,
     )
+    if run.trained and shadow:
+        generations.reject(generation, f"could not answer on these prices ({run.state_status})")
+        return None
     if run.trained:
         fresh = _record_generation(name, run, history, None, worker)
         generations.promote(
@@ -103,7 +115,7 @@ def _generation_run(
     payload["registry"] = {
         "generation": generation.generation,
         "warm_start": not run.trained,
-        "mode": run.mode if run.trained else ("as-is" if run.mode == "as-is" else "warm-start"),
+        "mode": run.mode,  # "warm-start", "as-is" (stale, used as it is), or how it trained
         "state_status": run.state_status,
         "run": "computed",
     }
@@ -117,15 +129,17 @@ def _train_shadow(
     horizon: int,
     warm_start: bool,
     worker: str,
-) -> dict[str, Any]:
+) -> dict[str, Any] | None:
     """A new generation from the serving one's state (fine-tuned where the model allows,
     else refitted; from scratch for a fresh run), started in shadow."""
     state = model_registry.state_of(served) if warm_start else None
     run = evaluate_and_forecast(
         name, history.adj_close, horizon, seed=settings.MODEL_SEED, state=state
     )
-    fresh = _record_generation(name, run, history, served if run.mode == "fine-tuned" else None,
-                               worker)  # fmt: skip
+    if not run.trained:  # the serving state fits these prices after all: nothing new
+        return None
+    parent = served if run.mode == "fine-tuned" else None
+    fresh = _record_generation(name, run, history, parent, worker)
     generations.started_shadow(fresh, served)
     payload = run.as_dict()
     model_registry.store_run(
