@@ -71,14 +71,7 @@ def supersede_symbol(symbol: str, version: float) -> int:
     one it replaced. Drops them, and the database's finished predictions from before now
     stop counting as cached answers (`changed_at`)."""
     get_redis().set(_changed_key(symbol), repr(version))
-    if not enabled():
-        return 0
-    superseded = 0
-    for key in get_redis().scan_iter(match=f"{PREFIX}:{symbol}:*"):
-        _prefix, _symbol, horizon = text(key).rsplit(":", 2)
-        supersede(symbol, int(horizon), version)
-        superseded += 1
-    return superseded
+    return _supersede_matching(f"{PREFIX}:{symbol}:*", version)
 
 
 def _changed_key(symbol: str) -> str:
@@ -94,10 +87,14 @@ def changed_at(symbol: str) -> float | None:
 def supersede_all(version: float) -> int:
     """A new market day: every stored answer saw older bars. Drops each one and refuses
     renders older than `version`; how many questions it covered."""
+    return _supersede_matching(f"{PREFIX}:*", version)
+
+
+def _supersede_matching(pattern: str, version: float) -> int:
     if not enabled():
         return 0
     superseded = 0
-    for key in get_redis().scan_iter(match=f"{PREFIX}:*"):
+    for key in get_redis().scan_iter(match=pattern):
         _prefix, symbol, horizon = text(key).rsplit(":", 2)
         supersede(symbol, int(horizon), version)
         superseded += 1

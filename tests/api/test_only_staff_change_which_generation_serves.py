@@ -3,13 +3,11 @@ with a reason, and a change names who made it."""
 
 from __future__ import annotations
 
-import datetime as dt
-
 import pytest
 from django.core.management import CommandError, call_command
 
 from predictions import generations
-from predictions.models import ModelGeneration
+from tests.support.generations import two_generations as made_generations
 
 pytestmark = pytest.mark.django_db
 URL = "/api/v1/generations/"
@@ -17,16 +15,7 @@ URL = "/api/v1/generations/"
 
 @pytest.fixture
 def two_generations():
-    day = dt.date(2013, 3, 1)
-    made = [
-        ModelGeneration.objects.create(
-            symbol="IBM", model="ridge", generation=n, price_key="k", train_bars=100,
-            train_last_date=day, data_last_date=day, fit_seconds=0.1, state=b"s",
-        )
-        for n in (1, 2)
-    ]  # fmt: skip
-    generations.start_serving(made[0], "the first generation of this model")
-    return made
+    return made_generations()
 
 
 def test_anyone_reads_the_serving_generation_and_the_trail(api_client, two_generations):

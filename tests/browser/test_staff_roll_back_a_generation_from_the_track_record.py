@@ -3,27 +3,17 @@ with a reason; everyone else sees the generations but no button."""
 
 from __future__ import annotations
 
-import datetime as dt
-
 import pytest
 from django.test import Client
 
 from predictions import generations
-from predictions.models import ModelGeneration
+from tests.support.generations import two_generations
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
 
 
 def two_generations_the_second_promoted():
-    day = dt.date(2013, 3, 1)
-    made = [
-        ModelGeneration.objects.create(
-            symbol="IBM", model="ridge", generation=n, price_key="k", train_bars=100,
-            train_last_date=day, data_last_date=day, fit_seconds=0.1, state=b"s",
-        )
-        for n in (1, 2)
-    ]  # fmt: skip
-    generations.start_serving(made[0], "the first generation of this model")
+    two_generations()
     generations.promote("IBM", "ridge", 2, "shadow won: a test")
 
 
