@@ -391,7 +391,7 @@ TFSERVING_MAX_INSTANCES = env_int("TFSERVING_MAX_INSTANCES", 32, minimum=1)
 # questions one consumer holds at once.
 QUEUE_CLAIM_IDLE = env_int("QUEUE_CLAIM_IDLE", 30, minimum=1)
 QUEUE_ANSWER_TTL = env_int("QUEUE_ANSWER_TTL", 86400, minimum=60)
-QUEUE_OUTPUT_MAXLEN = env_int("QUEUE_OUTPUT_MAXLEN", 10000, minimum=100)
+QUEUE_OUTPUT_MAXLEN = env_int("QUEUE_OUTPUT_MAXLEN", 10000, minimum=100)  # the dead letters
 QUEUE_CONCURRENCY = env_int("QUEUE_CONCURRENCY", 8, minimum=1)
 # Deliveries (or failed attempts) of one stream entry before it goes to the dead-letter
 # stream (stockserve:queue:dead) and its client is told it failed.

@@ -9,6 +9,7 @@ benchmarks run it bare.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import secrets
 import shutil
@@ -34,15 +35,34 @@ def redis_server_binary() -> str:
 
 
 def redis_server_argv(
-    port: int, workdir: str, *, password: str = "", persist: bool = False
+    port: int, workdir: str, *, password: str = "", persist: bool = False, acl: bool = False
 ) -> list[str]:
-    """A loopback-only redis-server; with `persist`, an append-only file synced every second."""
+    """A loopback-only redis-server; with `persist`, an append-only file synced every second.
+
+    With `acl`, users live in `<workdir>/users.acl` (the queue's clients, `manage.py
+    queue_clients`, survive a restart), the default user's password hashed in it: an ACL
+    file makes Redis ignore --requirepass, and the password stays out of `ps`."""
     argv = [redis_server_binary(), "--port", str(port), "--bind", "127.0.0.1", "--save", ""]
     argv += ["--appendonly", "yes" if persist else "no", "--appendfsync", "everysec"]
     argv += ["--dir", str(workdir), "--loglevel", "warning"]
-    if password:
+    if acl:
+        argv += ["--aclfile", str(acl_file(workdir, password))]
+    elif password:
         argv += ["--requirepass", password]
     return argv
+
+
+def acl_file(workdir: str, password: str) -> Path:
+    """The ACL file, its default user made (full access, this password) when missing."""
+    path = Path(workdir) / "users.acl"
+    lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+    if not any(line.startswith("user default ") for line in lines):
+        secret = f"#{hashlib.sha256(password.encode()).hexdigest()}" if password else "nopass"
+        lines.insert(0, f"user default on {secret} ~* &* +@all")
+        path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        path.touch(mode=0o600)
+        path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path
 
 
 def password_in(workdir: str) -> str:
@@ -85,8 +105,9 @@ class EmbeddedRedis:
         """The server's command line (for a supervisor that restarts it when it dies)."""
         os.makedirs(self.workdir, exist_ok=True)
         return redis_server_argv(
-            self.port, self.workdir, password=self.password, persist=self.persist
-        )
+            self.port, self.workdir, password=self.password, persist=self.persist,
+            acl=self.persist,
+        )  # fmt: skip
 
     def start(self, timeout: float = 10.0) -> EmbeddedRedis:
         self.process = spawn(self.argv(), cwd=Path.cwd(), log=subprocess.DEVNULL)

@@ -1,7 +1,10 @@
-"""The server side of the queue client: questions from a Redis Stream, answers to another.
+"""The server side of the queue client: questions from Redis Streams, answers to others.
 
-Each consumer (`manage.py serve_queue`, started by `make run`) reads the input stream in
-a consumer group, so each question goes to one consumer. A question goes through the gate
+Each client has its own input and output stream (`stockserve_client.protocol.client_keys`:
+the default one, and every name `manage.py queue_clients add` registered, whose Redis user
+reaches only its own keys). Each consumer (`manage.py serve_queue`, started by `make run`)
+reads every client's input stream in one consumer group, so each question goes to one
+consumer. A question goes through the gate
 every entry point shares (`workers.gate.ask`, admission control as the client `queue`):
 a cached answer is written at once; otherwise the consumer holds its message until the
 prediction ends. The answer is written once: one Lua script sets the per-request key only
@@ -27,7 +30,7 @@ from typing import Any
 import redis
 from django.conf import settings
 from stockserve_client import protocol
-from stockserve_client.protocol import Answer
+from stockserve_client.protocol import Answer, ClientKeys
 
 from predictions.models import PredictionRequest
 from predictions.redis_client import get_redis, script
@@ -41,129 +44,189 @@ DEAD_LETTER_STREAM = "stockserve:queue:dead"  # entries no consumer could answer
 FAILURES_KEY = "stockserve:queue:failures"  # entry id -> failed attempts
 
 # KEYS: answer key, output stream, input stream. ARGV: answer JSON, request id, ttl,
-# group, input entry id, channel.
+# group, input entry id, channel. No MAXLEN: the output stream is trimmed only below what
+# every group reading it has acknowledged (`trim_read`).
 _ANSWER_ONCE = """
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[3]) then
-  redis.call('XADD', KEYS[2], 'MAXLEN', '~', ARGV[7], '*', 'request_id', ARGV[2], 'answer', ARGV[1])
+  redis.call('XADD', KEYS[2], '*', 'request_id', ARGV[2], 'answer', ARGV[1])
   redis.call('PUBLISH', ARGV[6], 'done')
 end
 redis.call('XACK', KEYS[3], ARGV[4], ARGV[5])
 redis.call('XDEL', KEYS[3], ARGV[5])
 return 1
 """
+TRIM_EVERY_SECONDS = 1.0
 
 
 @dataclass
 class Held:
+    keys: ClientKeys
     entry_id: str
     request_id: str
     prediction_id: str
+
+
+def trim_read(client: redis.Redis, stream: str, ttl: int) -> None:
+    """Trim a client's output stream below the oldest answer some group has not yet
+    acknowledged (its oldest pending entry, else what it was last given); a stream no
+    group reads keeps its answers as long as their keys live (`ttl` seconds)."""
+    try:
+        groups: Any = client.xinfo_groups(stream)
+    except redis.ResponseError:  # no stream yet
+        return
+    floors = []
+    for group in groups:
+        if group["pending"]:
+            oldest: Any = client.xpending(stream, group["name"])
+            floors.append(_text(oldest["min"]))
+        else:
+            floors.append(_text(group["last-delivered-id"]))
+    if not floors:
+        floors.append(f"{int((time.time() - ttl) * 1000)}-0")
+    floor = min(floors, key=lambda i: tuple(int(part) for part in i.split("-")))
+    client.xtrim(stream, minid=floor, approximate=False)
 
 
 class QueueConsumer:
     def __init__(self, name: str) -> None:
         self.name = name
         self.redis = get_redis()
-        self.held: dict[str, Held] = {}  # by prediction id
-        try:
-            self.redis.xgroup_create(
-                protocol.INPUT_STREAM, protocol.SERVER_GROUP, id="0", mkstream=True
-            )
-        except redis.ResponseError as exc:
-            if "BUSYGROUP" not in str(exc):
-                raise
+        self.held: dict[tuple[str, str], Held] = {}  # by (input stream, entry id)
+        self.clients: dict[str, ClientKeys] = {}  # by input stream
+        self.trimmed_at = 0.0
+        self._refresh_clients()
+
+    def _refresh_clients(self) -> None:
+        """The default client and every named one (`manage.py queue_clients add`), each
+        input stream with the servers' group."""
+        names = [protocol.DEFAULT_CLIENT] + sorted(
+            _text(n) for n in self.redis.smembers(protocol.CLIENTS_KEY)
+        )
+        current = {}
+        for client in names:
+            try:
+                keys = protocol.client_keys(client)
+            except ValueError:
+                log.warning(
+                    "queue consumer %s: ignoring client %r (not a valid name)", self.name, client
+                )
+                continue
+            if keys.input not in self.clients:
+                try:
+                    self.redis.xgroup_create(
+                        keys.input, protocol.SERVER_GROUP, id="0", mkstream=True
+                    )
+                except redis.ResponseError as exc:
+                    if "BUSYGROUP" not in str(exc):
+                        raise
+            current[keys.input] = keys
+        self.clients = current
 
     def step(self, block_ms: int = 500) -> None:
         """Claim what dead consumers left, read new questions, answer what finished."""
+        self._refresh_clients()
         claim_idle_ms = settings.QUEUE_CLAIM_IDLE * 1000
-        _next, claimed, *_ = self.redis.xautoclaim(
-            protocol.INPUT_STREAM, protocol.SERVER_GROUP, self.name, claim_idle_ms, count=10
-        )
-        entries = list(claimed)
+        entries: list[tuple[ClientKeys, Any, Any]] = []
+        redelivered: set[tuple[str, str]] = set()
+        for stream, keys in self.clients.items():
+            _next, claimed, *_ = self.redis.xautoclaim(
+                stream, protocol.SERVER_GROUP, self.name, claim_idle_ms, count=10
+            )
+            entries += [(keys, entry_id, fields) for entry_id, fields in claimed]
+            redelivered |= {(stream, _text(entry_id)) for entry_id, _ in claimed}
         room = max(0, settings.QUEUE_CONCURRENCY - len(self.held))
         if room:
             read: Any = self.redis.xreadgroup(
                 protocol.SERVER_GROUP,
                 self.name,
-                {protocol.INPUT_STREAM: ">"},
+                dict.fromkeys(self.clients, ">"),
                 count=room,
                 block=block_ms if not self.held and not entries else None,
             )
-            for _stream, new in read or []:
-                entries += new
-        redelivered = {_text(entry_id) for entry_id, _ in claimed}
-        for entry_id, fields in entries:
+            for stream, new in read or []:
+                keys = self.clients[_text(stream)]
+                entries += [(keys, entry_id, fields) for entry_id, fields in new]
+        for keys, entry_id, fields in entries:
             if fields:  # a claimed entry already deleted has no fields
-                self._take_safely(_text(entry_id), fields, entry_id in redelivered)
+                again = (keys.input, _text(entry_id)) in redelivered
+                self._take_safely(keys, _text(entry_id), fields, again)
         self._answer_finished()
         self._keep_held()
+        self._trim_outputs()
         if not entries and self.held:
             time.sleep(0.2)
 
-    def _take_safely(self, entry_id: str, raw: dict[Any, Any], redelivered: bool) -> None:
+    def _take_safely(
+        self, keys: ClientKeys, entry_id: str, raw: dict[Any, Any], redelivered: bool
+    ) -> None:
         """One entry; its failure is logged and counted, never the consumer's end. An entry
         delivered QUEUE_MAX_DELIVERIES times without an answer goes to the dead-letter
         stream, and its client is told it failed."""
         fields = {_text(k): _text(v) for k, v in raw.items()}
-        if redelivered and self._deliveries(entry_id) > settings.QUEUE_MAX_DELIVERIES:
+        if redelivered and self._deliveries(keys, entry_id) > settings.QUEUE_MAX_DELIVERIES:
             told = "it was delivered too many times without an answer"
-            self._dead_letter(entry_id, fields, told, told)
+            self._dead_letter(keys, entry_id, fields, told, told)
             return
         try:
-            self._take(entry_id, fields)
+            self._take(keys, entry_id, fields)
         except Exception as exc:  # a bug or a store error on this entry: the next goes on
             log.exception("queue consumer %s: entry %s failed", self.name, entry_id)
-            failures = int(self.redis.hincrby(FAILURES_KEY, entry_id, 1))
+            failure = f"{keys.input}/{entry_id}"
+            failures = int(self.redis.hincrby(FAILURES_KEY, failure, 1))
             if failures >= settings.QUEUE_MAX_DELIVERIES:
                 told = f"it failed {failures} times"
-                self._dead_letter(entry_id, fields, told, f"{told}: {exc!r}"[:300])
+                self._dead_letter(keys, entry_id, fields, told, f"{told}: {exc!r}"[:300])
 
-    def _deliveries(self, entry_id: str) -> int:
+    def _deliveries(self, keys: ClientKeys, entry_id: str) -> int:
         pending: Any = self.redis.xpending_range(
-            protocol.INPUT_STREAM, protocol.SERVER_GROUP, min=entry_id, max=entry_id, count=1
+            keys.input, protocol.SERVER_GROUP, min=entry_id, max=entry_id, count=1
         )
         return int(pending[0]["times_delivered"]) if pending else 0
 
-    def _dead_letter(self, entry_id: str, fields: dict[str, str], told: str, reason: str) -> None:
+    def _dead_letter(
+        self, keys: ClientKeys, entry_id: str, fields: dict[str, str], told: str, reason: str
+    ) -> None:
         """Keep the entry for an operator (DEAD_LETTER_STREAM, with the `reason`, the error
         included) and answer it as failed, telling the client what happened (`told`) but not
         the service's internals."""
         log.error("queue consumer %s: entry %s dead-lettered: %s", self.name, entry_id, reason)
-        kept: dict[Any, Any] = {**fields, "entry_id": entry_id, "reason": reason}
+        kept: dict[Any, Any] = {**fields, "client": keys.name, "entry_id": entry_id,
+                                "reason": reason}  # fmt: skip
         self.redis.xadd(
             DEAD_LETTER_STREAM,
             kept,
             maxlen=settings.QUEUE_OUTPUT_MAXLEN,
             approximate=True,
         )
-        self.redis.hdel(FAILURES_KEY, entry_id)
+        self.redis.hdel(FAILURES_KEY, f"{keys.input}/{entry_id}")
         request_id = fields.get("request_id") or entry_id
         sentence = (
             f"This question could not be answered: {told}, so it was set aside for the "
             "service's operators. Ask again with a new request id."
         )
         failed = Answer(request_id, protocol.FAILED, error=sentence)
-        self._write(entry_id, failed)
+        self._write(keys, entry_id, failed)
 
-    def _take(self, entry_id: str, fields: dict[str, str]) -> None:
+    def _take(self, keys: ClientKeys, entry_id: str, fields: dict[str, str]) -> None:
         request_id = fields.get("request_id", "")
         try:
             protocol.check_question(request_id, fields.get("symbol", ""), int(fields["horizon"]))
             symbol = normalize_symbol(fields["symbol"])
         except (KeyError, ValueError, InvalidSymbol) as exc:
-            self._write(entry_id, Answer(request_id or entry_id, protocol.INVALID, error=str(exc)))
+            invalid = Answer(request_id or entry_id, protocol.INVALID, error=str(exc))
+            self._write(keys, entry_id, invalid)
             return
         horizon = int(fields["horizon"])
-        given = self.redis.get(protocol.answer_key(request_id))
+        given = self.redis.get(keys.answer_key(request_id))
         if given is not None:  # a duplicate id: acknowledged, not answered again
-            self._write(entry_id, Answer.from_fields({"answer": given}))
+            self._write(keys, entry_id, Answer.from_fields({"answer": given}))
             return
         outcome = gate.ask(Question(symbol, horizon), Client(CLIENT))
         if isinstance(outcome, gate.Answered):
-            self._write(entry_id, _answer(request_id, outcome.prediction))
+            self._write(keys, entry_id, _answer(request_id, outcome.prediction))
         elif isinstance(outcome, gate.Unservable):
             invalid = Answer(request_id, protocol.INVALID, symbol, horizon, error=outcome.reason)
-            self._write(entry_id, invalid)
+            self._write(keys, entry_id, invalid)
         elif isinstance(outcome, gate.Refused):
             refused = Answer(
                 request_id,
@@ -173,49 +236,57 @@ class QueueConsumer:
                 error=outcome.reason,
                 retry_after=outcome.retry_after,
             )
-            self._write(entry_id, refused)
+            self._write(keys, entry_id, refused)
         else:
             prediction_id = str(outcome.request.id)
-            self.held[prediction_id] = Held(entry_id, request_id, prediction_id)
+            self.held[(keys.input, entry_id)] = Held(keys, entry_id, request_id, prediction_id)
 
     def _answer_finished(self) -> None:
         if not self.held:
             return
-        for prediction in PredictionRequest.objects.filter(id__in=list(self.held)).select_related(
+        waiting = {h.prediction_id for h in self.held.values()}
+        finished = {}
+        for prediction in PredictionRequest.objects.filter(id__in=waiting).select_related(
             "answered_by"
         ):
             prediction.fail_if_stale()
             if prediction.is_final:
-                held = self.held.pop(str(prediction.id))
-                self._write(
-                    held.entry_id, _answer(held.request_id, prediction.answered_by or prediction)
-                )
+                finished[str(prediction.id)] = prediction.answered_by or prediction
+        for place, held in list(self.held.items()):
+            if held.prediction_id in finished:
+                del self.held[place]
+                self._write(held.keys, held.entry_id,
+                            _answer(held.request_id, finished[held.prediction_id]))  # fmt: skip
 
     def _keep_held(self) -> None:
         """Reset the idle time of the messages this consumer holds, so no one claims them."""
-        if self.held:
-            ids: list[Any] = [h.entry_id for h in self.held.values()]
-            self.redis.xclaim(
-                protocol.INPUT_STREAM, protocol.SERVER_GROUP, self.name, 0, ids, justid=True
-            )
+        by_stream: dict[str, list[Any]] = {}
+        for stream, entry_id in self.held:
+            by_stream.setdefault(stream, []).append(entry_id)
+        for stream, ids in by_stream.items():
+            self.redis.xclaim(stream, protocol.SERVER_GROUP, self.name, 0, ids, justid=True)
 
-    def _write(self, entry_id: str, answer: Answer) -> None:
+    def _trim_outputs(self) -> None:
+        now = time.monotonic()
+        if now - self.trimmed_at < TRIM_EVERY_SECONDS:
+            return
+        self.trimmed_at = now
+        for keys in self.clients.values():
+            trim_read(self.redis, keys.output, settings.QUEUE_ANSWER_TTL)
+
+    def _write(self, keys: ClientKeys, entry_id: str, answer: Answer) -> None:
         fields = answer.to_fields()
-        keys = [
-            protocol.answer_key(answer.request_id),
-            protocol.OUTPUT_STREAM,
-            protocol.INPUT_STREAM,
-        ]
-        argv: list[str | int] = [
-            fields["answer"],
-            answer.request_id,
-            settings.QUEUE_ANSWER_TTL,
-            protocol.SERVER_GROUP,
-            entry_id,
-            protocol.done_channel(answer.request_id),
-            settings.QUEUE_OUTPUT_MAXLEN,
-        ]
-        script(_ANSWER_ONCE)(keys, argv)
+        script(_ANSWER_ONCE)(
+            [keys.answer_key(answer.request_id), keys.output, keys.input],
+            [
+                fields["answer"],
+                answer.request_id,
+                settings.QUEUE_ANSWER_TTL,
+                protocol.SERVER_GROUP,
+                entry_id,
+                keys.done_channel(answer.request_id),
+            ],
+        )
 
 
 def _answer(request_id: str, prediction: PredictionRequest) -> Answer:

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
+# The default client's keys: for processes holding the service's own Redis credentials.
 INPUT_STREAM = "stockserve:queue:input"
 OUTPUT_STREAM = "stockserve:queue:output"
 SERVER_GROUP = "stockserve-servers"  # consumers of the input stream
@@ -13,6 +15,41 @@ ANSWER_PREFIX = "stockserve:queue:answer:"  # one key per request id: answered o
 DONE_CHANNEL_PREFIX = "stockserve:queue:done:"
 MAX_REQUEST_ID = 128
 MAX_HORIZON = 30
+DEFAULT_CLIENT = "default"
+CLIENTS_KEY = "stockserve:queue:clients"  # the named clients the service answers
+CLIENT_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
+
+
+@dataclass(frozen=True)
+class ClientKeys:
+    """Where one client's questions, answers and wake-ups live. A named client's keys all
+    start with `stockserve:queue:<name>:`, so a Redis ACL user restricted to that prefix
+    (`manage.py queue_clients add NAME`) reads and writes its own and nothing else's."""
+
+    name: str
+    input: str
+    output: str
+    answer_prefix: str
+    done_prefix: str
+
+    def answer_key(self, request_id: str) -> str:
+        return self.answer_prefix + request_id
+
+    def done_channel(self, request_id: str) -> str:
+        return self.done_prefix + request_id
+
+
+def client_keys(name: str = DEFAULT_CLIENT) -> ClientKeys:
+    if name == DEFAULT_CLIENT:
+        return ClientKeys(name, INPUT_STREAM, OUTPUT_STREAM, ANSWER_PREFIX, DONE_CHANNEL_PREFIX)
+    if not isinstance(name, str) or not CLIENT_NAME.match(name):
+        raise ValueError(
+            "A client name is 1 to 32 lowercase letters, digits, '-' or '_', starting with a "
+            "letter or digit."
+        )
+    base = f"stockserve:queue:{name}:"
+    return ClientKeys(name, base + "in", base + "out", base + "answer:", base + "done:")
+
 
 DONE, FAILED, REFUSED, INVALID = "done", "failed", "refused", "invalid"
 

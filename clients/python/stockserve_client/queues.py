@@ -12,29 +12,44 @@ from stockserve_client.protocol import Answer
 
 
 class InputQueue:
-    def __init__(self, redis_url: str) -> None:
+    """`client`: the name `manage.py queue_clients add` gave this client (its Redis user
+    reaches only its own keys); the default client is for the service's own credentials."""
+
+    def __init__(self, redis_url: str, client: str = protocol.DEFAULT_CLIENT) -> None:
         self.redis = redis.Redis.from_url(redis_url, socket_timeout=10, socket_connect_timeout=5)
+        self.keys = protocol.client_keys(client)
 
     def enqueue(self, request_id: str, *, symbol: str, horizon: int = 5) -> str:
         """Queue one question; the service answers it once per request id. Returns the
         stream entry's id."""
         protocol.check_question(request_id, symbol, horizon)
         fields = {"request_id": request_id, "symbol": symbol.strip(), "horizon": str(horizon)}
-        entry = self.redis.xadd(protocol.INPUT_STREAM, fields)  # type: ignore[arg-type]
+        entry = self.redis.xadd(self.keys.input, fields)  # type: ignore[arg-type]
         return entry.decode() if isinstance(entry, bytes) else str(entry)
 
 
 class OutputQueue:
-    def __init__(self, redis_url: str, group: str = "clients", consumer: str = "client") -> None:
+    """Answers of one client (see InputQueue). An answer stays on the client's stream until
+    every consumer group reading it has acknowledged it: a group that stops reading holds
+    its unread answers (delete the group to let them go)."""
+
+    def __init__(
+        self,
+        redis_url: str,
+        group: str = "clients",
+        consumer: str = "client",
+        client: str = protocol.DEFAULT_CLIENT,
+    ) -> None:
         self.redis = redis.Redis.from_url(redis_url, socket_timeout=10, socket_connect_timeout=5)
         self.group, self.consumer = group, consumer
+        self.keys = protocol.client_keys(client)
 
     def query(self, request_id: str, timeout: float = 60.0) -> Answer | None:
         """The answer to `request_id`, waiting up to `timeout` s for it; None if none came."""
-        key = protocol.answer_key(request_id)
+        key = self.keys.answer_key(request_id)
         pubsub = self.redis.pubsub(ignore_subscribe_messages=True)
         try:
-            pubsub.subscribe(protocol.done_channel(request_id))
+            pubsub.subscribe(self.keys.done_channel(request_id))
             deadline = time.monotonic() + timeout
             while True:
                 raw = self.redis.get(key)
@@ -51,16 +66,16 @@ class OutputQueue:
         """The next answers in the order they were written, for this queue's group: each
         answer goes to one consumer of the group, and is acknowledged once read."""
         try:
-            self.redis.xgroup_create(protocol.OUTPUT_STREAM, self.group, id="0", mkstream=True)
+            self.redis.xgroup_create(self.keys.output, self.group, id="0", mkstream=True)
         except redis.ResponseError as exc:
             if "BUSYGROUP" not in str(exc):
                 raise
         read: Any = self.redis.xreadgroup(
-            self.group, self.consumer, {protocol.OUTPUT_STREAM: ">"}, count=count, block=block_ms
+            self.group, self.consumer, {self.keys.output: ">"}, count=count, block=block_ms
         )
         answers = []
         for _stream, entries in read or []:
             for entry_id, fields in entries:
                 answers.append(Answer.from_fields(fields))
-                self.redis.xack(protocol.OUTPUT_STREAM, self.group, entry_id)
+                self.redis.xack(self.keys.output, self.group, entry_id)
         return answers
