@@ -1,5 +1,6 @@
-"""Redis SIGKILLed under `make run`'s launcher with requests in flight: the launcher starts
-it again on its append-only file, a worker whose pool autoscales (the io worker, as
+"""Redis SIGKILLed under `make run`'s launcher with requests in flight, the launcher's own
+Redis (which it starts again on its append-only file) and an external one (started again
+by whoever runs it, here the test): a worker whose pool autoscales (the io worker, as
 `make run` starts it) and every other process is running at the end, and every request
 ends `done` (a chord broken by the lost connection is dispatched again)."""
 
@@ -16,7 +17,7 @@ import pytest
 import requests
 
 from devstack import processes
-from devstack.redis import free_port
+from devstack.redis import EmbeddedRedis, free_port
 from devstack.supervisor import spawn, stop_group
 from tests.support.waiting import eventually
 
@@ -41,11 +42,21 @@ ENV = {
 }
 
 
-def test_a_sigkilled_redis_is_restarted_and_every_request_ends_done(tmp_path: Path) -> None:
+@pytest.mark.parametrize("redis_kind", ["embedded", "external"])
+def test_a_sigkilled_redis_is_restarted_and_every_request_ends_done(
+    tmp_path: Path, redis_kind: str
+) -> None:
     port = free_port()
     env = {**os.environ, **ENV, "VAR_DIR": str(tmp_path), "PORT": str(port),
            "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}"}  # fmt: skip
-    env.pop("REDIS_URL", None)  # the launcher's own Redis, as on a fresh machine
+    external = None
+    children = set(CHILDREN)
+    if redis_kind == "external":  # an operator's Redis with an append-only file
+        external = EmbeddedRedis(workdir=str(tmp_path / "redis"), persist=True).start()
+        env["REDIS_URL"] = external.url
+        children.discard("redis")
+    else:
+        env.pop("REDIS_URL", None)  # the launcher's own Redis, as on a fresh machine
     log_path = tmp_path / "stack.log"
     with open(log_path, "ab") as log:
         stack = spawn(processes.stack().argv(), env=env, log=log, die_with_parent=True)
@@ -77,14 +88,21 @@ def test_a_sigkilled_redis_is_restarted_and_every_request_ends_done(tmp_path: Pa
                 assert response.status_code == 202, response.text
                 ids.append(response.json()["id"])
 
-        found = re.search(r"private redis-server on 127\.0\.0\.1:(\d+)", said())
-        assert found, said()
-        [server] = {
-            c.pid for c in psutil.net_connections("tcp")
-            if c.laddr and c.laddr.port == int(found.group(1)) and c.status == psutil.CONN_LISTEN
-        }  # fmt: skip
-        os.kill(server, signal.SIGKILL)
-        eventually(lambda: "redis restarted" in said(), 30, "the launcher restarting Redis", 0.2)
+        if external is not None:
+            assert external.process is not None
+            os.kill(external.process.pid, signal.SIGKILL)
+            external.process.wait()
+            external.start()  # the operator's supervisor (systemd, compose) brings it back
+        else:
+            found = re.search(r"private redis-server on 127\.0\.0\.1:(\d+)", said())
+            assert found, said()
+            [server] = {
+                c.pid for c in psutil.net_connections("tcp")
+                if c.laddr and c.laddr.port == int(found.group(1))
+                and c.status == psutil.CONN_LISTEN
+            }  # fmt: skip
+            os.kill(server, signal.SIGKILL)
+            eventually(lambda: "redis restarted" in said(), 30, "the launcher restarting it", 0.2)
 
         def states() -> list[str]:
             try:
@@ -107,7 +125,9 @@ def test_a_sigkilled_redis_is_restarted_and_every_request_ends_done(tmp_path: Pa
                     names.add(" ".join(child.cmdline()))
             return names
 
-        eventually(lambda: len(running()) == len(CHILDREN), 60, "every process running again")
+        eventually(lambda: len(running()) == len(children), 60, "every process running again")
         eventually(ready, 60, "the stack ready again", 0.5)
     finally:
         stop_group(stack, grace=60, sig=signal.SIGINT)
+        if external is not None:
+            external.stop()
