@@ -32,6 +32,7 @@ from django.conf import settings
 from stockserve_client import protocol
 from stockserve_client.protocol import Answer, ClientKeys
 
+from predictions import log_context
 from predictions.models import PredictionRequest
 from predictions.redis_client import get_redis, script
 from predictions.symbols import InvalidSymbol, normalize_symbol
@@ -168,7 +169,7 @@ class QueueConsumer:
             self._dead_letter(keys, entry_id, fields, told, told)
             return
         try:
-            self._take(keys, entry_id, fields)
+            self._take(keys, entry_id, fields)  # the gate binds the request id to its lines
         except Exception as exc:  # a bug or a store error on this entry: the next goes on
             log.exception("queue consumer %s: entry %s failed", self.name, entry_id)
             failure = f"{keys.input}/{entry_id}"
@@ -176,6 +177,8 @@ class QueueConsumer:
             if failures >= settings.QUEUE_MAX_DELIVERIES:
                 told = f"it failed {failures} times"
                 self._dead_letter(keys, entry_id, fields, told, f"{told}: {exc!r}"[:300])
+        finally:
+            log_context.reset()  # the next entry's lines are not this one's
 
     def _deliveries(self, keys: ClientKeys, entry_id: str) -> int:
         pending: Any = self.redis.xpending_range(

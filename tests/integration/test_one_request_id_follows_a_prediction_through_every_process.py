@@ -52,6 +52,7 @@ def test_the_web_line_and_every_stage_line_carry_the_prediction_id(
 
 
 def test_a_line_outside_any_request_says_so_and_tasks_find_their_id():
+    log_context.reset()  # as a task's end or a web request's end leaves it
     record = logging.LogRecord("x", logging.INFO, __file__, 1, "hello", None, None)
     log_context.RequestIdFilter().filter(record)
     assert record.request_id == "-"
