@@ -5,7 +5,7 @@ live combiner at every origin, tunes the interval stretch and the `unsure` thres
 tune window and scores everything on the test window. Writes tables (Markdown), the raw
 numbers (JSON) and plots (PNG) to ``--out``.
 
-    python -m benchmarks.evaluate            # everything, to var/evaluation/, ~5 min
+    python -m benchmarks.evaluate            # everything, to var/evaluation/, ~2-3 min
     python -m benchmarks.evaluate --quick    # AAPL and ^GSPC, no TensorFlow, ~30 s
     python -m benchmarks.evaluate --adopt var/evaluation   # the service takes that run
 
@@ -70,12 +70,16 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
 
 
 def _commit() -> str:
+    """The checkout's commit, marked "+local changes" when the tree differs from it."""
     try:
-        out = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
-                             capture_output=True, text=True, check=True, timeout=10)  # fmt: skip
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT,
+                              capture_output=True, text=True, check=True, timeout=10)  # fmt: skip
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               cwd=ROOT, capture_output=True, text=True, check=True,
+                               timeout=10)  # fmt: skip
     except (OSError, subprocess.SubprocessError):
         return "unknown"
-    return out.stdout.strip() or "unknown"
+    return (head.stdout.strip() or "unknown") + (" +local changes" if dirty.stdout.strip() else "")
 
 
 def adopt(run_dir: Path) -> str:
