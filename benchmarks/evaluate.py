@@ -32,10 +32,10 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import evaluation_plots, evaluation_report
+from benchmarks.evaluation.nested import HORIZONS, calibration_from, evaluate, run_models
+from benchmarks.evaluation.oos_bands import Ranges
 from predictions.forecasting.calibration import TABLE_PATH
 from predictions.forecasting.catalog import MODEL_NAMES, get_spec
-from predictions.forecasting.nested import HORIZONS, calibration_from, evaluate, run_models
-from predictions.forecasting.oos_bands import Ranges
 from predictions.forecasting.scorecard import SCORECARD_PATH, scorecard_from
 from predictions.prices import SAMPLE_SYMBOLS, load_sample
 

@@ -7,12 +7,13 @@ Knows nothing of Django, Celery or HTTP. Modules:
 - warmup: TensorFlow warmed up in a worker process before its first task
 - naive, ridge, arima: TensorFlow-free models; lstm, tcn (+ _deep, _windows): Keras models
 - backtest: walk-forward scoring and evaluate_and_forecast() for workers
-- combine: inverse-error ensemble, sentiment tilt, interval, doubt flag
-  (weighting: the weights; calibration: the band and its conformal stretch,
-  calibration.json; doubt: the `unsure` rule)
+- combine: inverse-error ensemble, the band, the sentiment tilt beside it, doubt flag
+  (weighting: the weights; calibration: which band serves and its stretch,
+  calibration.json; volatility: σ(t, h) for the volatility band; doubt: the `unsure` rule)
+- health, online: the sequential test of model health; Hedge weights (measured, unused)
 - bench: cost/skill benchmark table
-- evaluation, replay, nested, significance: the offline nested walk-forward evaluation
-  (benchmarks/evaluate.py); scorecard: its per-symbol results (scorecard.json)
+- scorecard: the offline evaluation's per-symbol results (scorecard.json); the evaluation
+  itself is benchmarks/evaluation/, which nothing here imports
 
 Importing this package (or any module above except lstm, tcn, _deep) never imports TensorFlow.
 """

@@ -20,15 +20,15 @@ LIGHT_MODULES = [
     "predictions.forecasting.calibration",
     "predictions.forecasting.doubt",
     "predictions.forecasting.weighting",
-    "predictions.forecasting.significance",
+    "benchmarks.evaluation.significance",
     "predictions.forecasting.scorecard",
-    "predictions.forecasting.evaluation",
-    "predictions.forecasting.replay",
-    "predictions.forecasting.runs",
-    "predictions.forecasting.oos_scores",
-    "predictions.forecasting.oos_intervals",
-    "predictions.forecasting.oos_doubt",
-    "predictions.forecasting.nested",
+    "benchmarks.evaluation.walkforward",
+    "benchmarks.evaluation.replay",
+    "benchmarks.evaluation.runs",
+    "benchmarks.evaluation.oos_scores",
+    "benchmarks.evaluation.oos_intervals",
+    "benchmarks.evaluation.oos_doubt",
+    "benchmarks.evaluation.nested",
 ]
 
 

@@ -4,8 +4,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from predictions.forecasting import evaluation
-from predictions.forecasting.evaluation import out_of_sample, plan_windows
+from benchmarks.evaluation import walkforward
+from benchmarks.evaluation.walkforward import out_of_sample, plan_windows
 from predictions.forecasting.naive import NaiveDrift
 
 
@@ -36,7 +36,7 @@ def test_tune_paths_end_before_the_test_window_begins():
 
 
 def test_each_block_is_forecast_by_a_model_fitted_only_on_earlier_prices(series, monkeypatch):
-    monkeypatch.setattr(evaluation, "get_model_class", lambda name: SpyDrift)
+    monkeypatch.setattr(walkforward, "get_model_class", lambda name: SpyDrift)
     SpyDrift.fits.clear()
     SpyDrift.batches.clear()
     prices = series["AAPL"][:1600]

@@ -3,11 +3,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from benchmarks.evaluation.replay import LEGACY, LIVE, replay
+from benchmarks.evaluation.walkforward import out_of_sample, plan_windows
 from predictions.forecasting.backtest import HOLDOUT
 from predictions.forecasting.calibration import Calibration, band
 from predictions.forecasting.combine import combine
-from predictions.forecasting.evaluation import out_of_sample, plan_windows
-from predictions.forecasting.replay import LEGACY, LIVE, replay
 
 HORIZON = 5
 

@@ -4,7 +4,7 @@ import json
 import math
 
 from benchmarks import evaluation_plots, evaluation_report
-from predictions.forecasting.nested import calibration_from, evaluate, run_models
+from benchmarks.evaluation.nested import calibration_from, evaluate, run_models
 from predictions.forecasting.scorecard import scorecard_from
 
 

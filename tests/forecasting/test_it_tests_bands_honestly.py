@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from predictions.forecasting import band_tests
-from predictions.forecasting.significance import diebold_mariano
+from benchmarks.evaluation import band_tests
+from benchmarks.evaluation.significance import diebold_mariano
 
 
 def test_the_lag_and_the_block_cover_the_overlap_of_long_paths():

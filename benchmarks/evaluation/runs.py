@@ -12,9 +12,15 @@ from typing import Any
 
 import numpy as np
 
-from .catalog import BASELINE
-from .evaluation import OutOfSample, Windows, out_of_sample, plan_windows, realized
-from .replay import LEGACY, LIVE, Replay, replay
+from benchmarks.evaluation.replay import LEGACY, LIVE, Replay, replay
+from benchmarks.evaluation.walkforward import (
+    OutOfSample,
+    Windows,
+    out_of_sample,
+    plan_windows,
+    realized,
+)
+from predictions.forecasting.catalog import BASELINE
 
 HORIZONS = (1, 5, 20)
 

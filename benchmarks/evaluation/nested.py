@@ -10,15 +10,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import doubt
-from .band_tests import holm
-from .calibration import INTERVAL_LEVEL, Calibration
-from .oos_bands import Ranges, band_table, evaluate_bands
-from .oos_doubt import choose_rule, compare_rules, tune_unsure, unsure_table
-from .oos_intervals import coverage_tables, reliability, tune_interval_scale
-from .oos_scores import score_symbol
-from .replay import LIVE
-from .runs import HORIZONS, SymbolRuns, run_models
+from benchmarks.evaluation.band_tests import holm
+from benchmarks.evaluation.oos_bands import Ranges, band_table, evaluate_bands
+from benchmarks.evaluation.oos_doubt import choose_rule, compare_rules, tune_unsure, unsure_table
+from benchmarks.evaluation.oos_intervals import coverage_tables, reliability, tune_interval_scale
+from benchmarks.evaluation.oos_scores import score_symbol
+from benchmarks.evaluation.replay import LIVE
+from benchmarks.evaluation.runs import HORIZONS, SymbolRuns, run_models
+from predictions.forecasting import doubt
+from predictions.forecasting.calibration import INTERVAL_LEVEL, Calibration
 
 __all__ = ["HORIZONS", "SymbolRuns", "calibration_from", "evaluate", "run_models"]
 

@@ -28,12 +28,12 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from . import volatility
-from .band_tests import bootstrap_block, christoffersen, dm_hln, holm, kupiec
-from .calibration import INTERVAL_LEVEL, band, conformal_scale
-from .replay import LEVELS, LIVE, Replay
-from .runs import SymbolRuns
-from .significance import block_indices, mean_interval, percentile_interval
+from benchmarks.evaluation.band_tests import bootstrap_block, christoffersen, dm_hln, holm, kupiec
+from benchmarks.evaluation.replay import LEVELS, LIVE, Replay
+from benchmarks.evaluation.runs import SymbolRuns
+from benchmarks.evaluation.significance import block_indices, mean_interval, percentile_interval
+from predictions.forecasting import volatility
+from predictions.forecasting.calibration import INTERVAL_LEVEL, band, conformal_scale
 
 ALPHA = 1 - INTERVAL_LEVEL
 Z80 = float(stats.norm.ppf(1 - ALPHA / 2))  # 1.2816: the 80 % band's half-width in σ

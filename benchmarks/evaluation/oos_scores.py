@@ -18,12 +18,12 @@ from typing import Any
 
 import numpy as np
 
-from .band_tests import bootstrap_block, dm_hln
-from .catalog import BASELINE
-from .replay import LEGACY, LIVE
-from .runs import SymbolRuns, log_actual
-from .significance import skill_interval
-from .weighting import inverse_error_weights
+from benchmarks.evaluation.band_tests import bootstrap_block, dm_hln
+from benchmarks.evaluation.replay import LEGACY, LIVE
+from benchmarks.evaluation.runs import SymbolRuns, log_actual
+from benchmarks.evaluation.significance import skill_interval
+from predictions.forecasting.catalog import BASELINE
+from predictions.forecasting.weighting import inverse_error_weights
 
 
 def _row(

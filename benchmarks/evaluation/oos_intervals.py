@@ -10,10 +10,10 @@ from typing import Any
 
 import numpy as np
 
-from .calibration import INTERVAL_LEVEL, band, conformal_scale, needed_scale
-from .replay import LEGACY, LEVELS, LIVE, Replay
-from .runs import SymbolRuns
-from .significance import dependence_length, mean_interval
+from benchmarks.evaluation.replay import LEGACY, LEVELS, LIVE, Replay
+from benchmarks.evaluation.runs import SymbolRuns
+from benchmarks.evaluation.significance import dependence_length, mean_interval
+from predictions.forecasting.calibration import INTERVAL_LEVEL, band, conformal_scale, needed_scale
 
 
 def _band80(rep: Replay, scale: float, level: float = INTERVAL_LEVEL) -> tuple[np.ndarray, ...]:

@@ -12,12 +12,12 @@ from typing import Any
 
 import numpy as np
 
-from . import doubt
-from .band_tests import bootstrap_block
-from .oos_bands import sigma_at
-from .replay import LEGACY, LIVE, Replay
-from .runs import SymbolRuns
-from .significance import dependence_length, ratio_of_means_interval
+from benchmarks.evaluation.band_tests import bootstrap_block
+from benchmarks.evaluation.oos_bands import sigma_at
+from benchmarks.evaluation.replay import LEGACY, LIVE, Replay
+from benchmarks.evaluation.runs import SymbolRuns
+from benchmarks.evaluation.significance import dependence_length, ratio_of_means_interval
+from predictions.forecasting import doubt
 
 
 def tune_unsure(series: list[SymbolRuns], horizon: int) -> float:

@@ -15,11 +15,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .backtest import HOLDOUT, STEP
-from .calibration import INTERVAL_LEVEL, pooled_offsets
-from .catalog import BASELINE
-from .evaluation import OutOfSample, Windows
-from .weighting import inverse_error_weights
+from benchmarks.evaluation.walkforward import OutOfSample, Windows
+from predictions.forecasting.backtest import HOLDOUT, STEP
+from predictions.forecasting.calibration import INTERVAL_LEVEL, pooled_offsets
+from predictions.forecasting.catalog import BASELINE
+from predictions.forecasting.weighting import inverse_error_weights
 
 LEVELS = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95)  # nominal levels of the reliability diagram
 MIN_ORIGINS = 20  # a trailing backtest with fewer step-1 origins is not replayed
