@@ -78,15 +78,23 @@ def _changed_key(symbol: str) -> str:
     return f"{PREFIX}-changed:{symbol}"
 
 
+ALL_CHANGED_KEY = f"{PREFIX}-changed"  # the last new market day: every answer is older
+
+
 def changed_at(symbol: str) -> float | None:
-    """When the symbol's serving generations last changed (epoch seconds), if ever."""
-    raw = get_redis().get(_changed_key(symbol))
-    return float(text(raw)) if raw is not None else None
+    """When the symbol's answers last went stale (epoch seconds), if ever: a new market day
+    or another serving generation. The database's finished predictions from before then
+    stop counting as cached answers, so the next request computes one and stores it again
+    (without this, a new day left every question on the slow path for good)."""
+    raw = get_redis().mget(_changed_key(symbol), ALL_CHANGED_KEY)
+    values = [float(text(value)) for value in raw if value is not None]
+    return max(values) if values else None
 
 
 def supersede_all(version: float) -> int:
     """A new market day: every stored answer saw older bars. Drops each one and refuses
     renders older than `version`; how many questions it covered."""
+    get_redis().set(ALL_CHANGED_KEY, repr(version))
     return _supersede_matching(f"{PREFIX}:*", version)
 
 
