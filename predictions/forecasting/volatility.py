@@ -11,9 +11,9 @@ evaluation picks the one the service uses):
 - ``gjr``: GJR-GARCH(1,1) with Student-t errors (``arch``), whose variance reverts to its
   long-run level over the path and reacts more to falls than to rises.
 
-Every array is indexed by origin: ``first_step_variance(prices)[o - 1]`` is the variance of
-the first day's log return after origin ``o`` (the forecast that has seen ``prices[:o]``),
-so the last element is the live forecast after the last bar.
+Every array is indexed by origin: ``horizon_variance(prices, method, h)[o - 1]`` is the
+variance of the h-day log return after origin ``o`` (the forecast that has seen
+``prices[:o]``), so the last element is the live forecast after the last bar.
 """
 
 from __future__ import annotations
@@ -104,12 +104,12 @@ def fit_gjr(returns: np.ndarray) -> GJRParams:
     )
 
 
-def gjr_variance(returns: np.ndarray, params: GJRParams, start: float | None = None) -> np.ndarray:
+def gjr_variance(returns: np.ndarray, params: GJRParams) -> np.ndarray:
     """The filtered one-step variances under fixed parameters; same shape as ewma_variance."""
     r = np.asarray(returns, dtype=np.float64)
     eps = r - params.mu
     out = np.empty(len(r) + 1)
-    out[0] = start if start is not None else float(np.mean(eps[:SEED_RETURNS] ** 2))
+    out[0] = float(np.mean(eps[:SEED_RETURNS] ** 2))
     for k, e in enumerate(eps):
         out[k + 1] = (
             params.omega + (params.alpha + params.gamma * (e < 0)) * e * e + params.beta * out[k]
@@ -134,6 +134,21 @@ def path_variance(
     return horizon * bar + (v1 - bar) * decay
 
 
+def first_step_variance(
+    returns: np.ndarray, method: str, params: GJRParams | None = None
+) -> tuple[np.ndarray, GJRParams | None]:
+    """v[k] = the variance forecast for returns[k] from returns[:k], by `method`, with the
+    GARCH parameters used (fitted on every return unless `params` are given)."""
+    if method == "ewma":
+        return ewma_variance(returns), None
+    if method == "rolling":
+        return rolling_variance(returns), None
+    if method == "gjr":
+        params = params or fit_gjr(returns)
+        return gjr_variance(returns, params), params
+    raise ValueError(f"unknown volatility method {method!r}; known: {', '.join(METHODS)}")
+
+
 def horizon_variance(
     prices: np.ndarray,
     method: str,
@@ -149,15 +164,9 @@ def horizon_variance(
     Before the first fit the EWMA stands in.
     """
     r = log_returns(prices)
-    if method == "ewma":
-        return path_variance(ewma_variance(r), horizon)
-    if method == "rolling":
-        return path_variance(rolling_variance(r), horizon)
-    if method != "gjr":
-        raise ValueError(f"unknown volatility method {method!r}; known: {', '.join(METHODS)}")
-    if refit_origins is None:
-        params = fit_gjr(r)
-        return path_variance(gjr_variance(r, params), horizon, params)
+    if method != "gjr" or refit_origins is None:
+        variances, params = first_step_variance(r, method)
+        return path_variance(variances, horizon, params)
     out = path_variance(ewma_variance(r), horizon)
     starts = sorted(refit_origins)
     for first, following in zip(starts, [*starts[1:], len(out) + 1], strict=True):
@@ -181,20 +190,12 @@ def live_sigma(prices: np.ndarray, method: str, steps: int) -> np.ndarray:
     the same bars is not refitted.
     """
     r = log_returns(prices)
-    if method == "gjr":
-        key = hashlib.blake2b(r.tobytes(), digest_size=16).digest()
-        params = _LIVE_FITS.get(key)
-        if params is None:
-            params = fit_gjr(r)
-            if len(_LIVE_FITS) >= _LIVE_FITS_KEPT:
-                _LIVE_FITS.pop(next(iter(_LIVE_FITS)))
-            _LIVE_FITS[key] = params
-        first = gjr_variance(r, params)[-1]
-    elif method == "ewma":
-        first, params = ewma_variance(r)[-1], None
-    elif method == "rolling":
-        first, params = rolling_variance(r)[-1], None
-    else:
-        raise ValueError(f"unknown volatility method {method!r}; known: {', '.join(METHODS)}")
+    key = hashlib.blake2b(r.tobytes(), digest_size=16).digest()
+    variances, params = first_step_variance(r, method, _LIVE_FITS.get(key))
+    if params is not None and key not in _LIVE_FITS:
+        if len(_LIVE_FITS) >= _LIVE_FITS_KEPT:
+            _LIVE_FITS.pop(next(iter(_LIVE_FITS)))
+        _LIVE_FITS[key] = params
+    first = variances[-1]
     ks = np.arange(1, steps + 1)
     return np.sqrt(np.array([float(path_variance(first, int(k), params)) for k in ks]))
