@@ -125,6 +125,7 @@ def calibration_from(report: dict[str, Any], source: str) -> Calibration:
         rows = {h: c["rules"][rule] for h, c in report["unsure_rules"].items()}
         test = [r["test"]["error_ratio"] for r in rows.values() if r["test"]["error_ratio"]]
         unsure = {
+            "disagreement": unsure,  # its figures, for the fallback when no σ can be had
             "rule": rule,
             "why": chosen["why"],
             "volatility_method": next(iter(report["unsure_rules"].values()))["volatility_method"],

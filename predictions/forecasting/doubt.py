@@ -50,35 +50,36 @@ def tune_threshold(spreads: np.ndarray, flag_rate: float = TUNE_FLAG_RATE) -> fl
     return float(np.quantile(values, 1 - flag_rate))
 
 
+_FLAGGED = {
+    "disagreement": "the models' forecasts for the last day differ more",
+    "volatility": "the price's expected volatility over the horizon is higher",
+    "disagreement beyond volatility": (
+        "the models' disagreement beyond what volatility explains is higher"
+    ),
+}
+
+
 def meaning(calibration: Calibration, rule: str = "disagreement") -> str:
-    """One sentence for the API and the page: what `unsure` says, with its measured worth."""
-    ratio = calibration.unsure.get("error_ratio")
-    if rule != "disagreement" and ratio:
-        share = calibration.unsure.get("tune_flag_rate", TUNE_FLAG_RATE)
-        low, high = calibration.unsure.get("error_ratio_range") or (ratio, ratio)
-        times = f"{low:.1f}×" if round(low, 1) == round(high, 1) else f"{low:.1f}–{high:.1f}×"
-        what = (
-            "the price's expected volatility over the horizon"
-            if rule == "volatility"
-            else "the models' disagreement beyond what volatility explains"
-        )
-        return (
-            f"Unsure means {what} is higher than on {1 - share:.0%} of past forecasts at that "
-            f"horizon; on held-out history such forecasts missed by {times} as much as the "
-            "others."
-        )
-    if not calibration.unsure_spread or not ratio:
+    """One sentence for the API and the page: what `unsure` says under `rule`, with the
+    worth measured for that rule (the chosen rule's figures, or the disagreement rule's
+    kept beside them for the fallback)."""
+    figures = (
+        calibration.unsure
+        if rule == calibration.unsure_rule
+        else calibration.unsure.get(rule) or {}
+    )
+    ratio = figures.get("error_ratio")
+    if not ratio or (rule == "disagreement" and not calibration.unsure_spread):
         return (
             "Unsure means the models' forecasts for the last day differ by more than 5% of the "
             "combined forecast; how much worse such forecasts are has not been measured."
         )
     share = calibration.unsure.get("tune_flag_rate", TUNE_FLAG_RATE)
-    low, high = calibration.unsure.get("error_ratio_range") or (ratio, ratio)
+    low, high = figures.get("error_ratio_range") or (ratio, ratio)
     times = f"{low:.1f}×" if round(low, 1) == round(high, 1) else f"{low:.1f}–{high:.1f}×"
     return (
-        f"Unsure means the models' forecasts for the last day differ more than on "
-        f"{1 - share:.0%} of past forecasts at that horizon; on held-out history such "
-        f"forecasts missed by {times} as much as the others."
+        f"Unsure means {_FLAGGED[rule]} than on {1 - share:.0%} of past forecasts at that "
+        f"horizon; on held-out history such forecasts missed by {times} as much as the others."
     )
 
 

@@ -95,3 +95,13 @@ def test_a_table_without_a_band_choice_serves_the_residual_band():
 def test_an_unknown_band_method_in_the_table_is_refused():
     with pytest.raises(ValueError, match="band method"):
         Calibration.from_dict({"band": {"method": "crystal ball"}})
+
+
+def test_without_sigma_the_flag_falls_back_to_disagreement_with_its_own_measured_worth():
+    unsure = {**GJR.unsure, "disagreement": {"error_ratio": 1.8, "error_ratio_range": [1.8, 1.9]}}
+    table = Calibration(band=GJR.band, unsure=unsure, unsure_spread={1: 0.005, 5: 0.016})
+
+    result = combine(runs(), None, 100.0, 5, calibration=table, symbol="AAPL")
+
+    assert "models' forecasts for the last day differ more" in result["unsure_meaning"]
+    assert "1.8–1.9×" in result["unsure_meaning"]  # not the volatility rule's 2.2–2.5×
