@@ -64,9 +64,12 @@ def serving(symbol: str, model: str) -> ModelGeneration | None:
     return _generation(symbol, model, change.generation if change else None)
 
 
-def shadow(symbol: str, model: str) -> ModelGeneration | None:
-    """The newest generation after the serving one that has not been judged yet."""
-    served = serving(symbol, model)
+def shadow(
+    symbol: str, model: str, served: ModelGeneration | None = None
+) -> ModelGeneration | None:
+    """The newest generation after the serving one (`served`, when the caller has it) that
+    has not been judged yet."""
+    served = served or serving(symbol, model)
     if served is None:
         return None
     judged = set(
@@ -97,10 +100,14 @@ def rollback_target(symbol: str, model: str) -> int | None:
 def protected(symbol: str, model: str) -> set[int]:
     """Generations pruning must keep: the serving one, the one a rollback would restore,
     and the shadow being judged."""
-    change = _last_change(symbol, model)
-    keep = {change.generation, rollback_target(symbol, model)} - {None} if change else set()
-    pending = shadow(symbol, model)
-    return {n for n in keep if n is not None} | ({pending.generation} if pending else set())
+    served = serving(symbol, model)
+    if served is None:
+        return set()
+    keep = {served.generation, rollback_target(symbol, model)}
+    pending = shadow(symbol, model, served)
+    if pending is not None:
+        keep.add(pending.generation)
+    return {n for n in keep if n is not None}
 
 
 def _record(
@@ -211,8 +218,8 @@ def judge(symbol: str, models: Iterable[str] | None = None) -> list[GenerationEv
     )
     decided = []
     for model in sorted(names):
-        pending = shadow(symbol, model)
         current = serving(symbol, model)
+        pending = shadow(symbol, model, current) if current is not None else None
         if pending is None or current is None:
             continue
         pairs = _final_errors(symbol, model, pending.generation)
@@ -257,7 +264,8 @@ def state(symbol: str) -> list[dict[str, Any]]:
     for model in sorted(
         set(ModelGeneration.objects.filter(symbol=symbol).values_list("model", flat=True))
     ):
-        served, pending = serving(symbol, model), shadow(symbol, model)
+        served = serving(symbol, model)
+        pending = shadow(symbol, model, served) if served is not None else None
         out.append(
             {
                 "model": model,

@@ -53,7 +53,7 @@ def model_run(
     assert payload is not None  # a serving generation always answers (retrained if need be)
     if payload["trained"]:  # the serving state could not answer on these prices at all
         return payload
-    pending = generations.shadow(history.symbol, name)
+    pending = generations.shadow(history.symbol, name, served)
     shade: dict[str, Any] | None = None
     if pending is not None:
         shade = _generation_run(name, pending, history, horizon, worker=worker, shadow=True)
