@@ -42,8 +42,20 @@ def _major(path: str) -> int:
 
 
 class ThrowawayPostgres:
-    def __init__(self) -> None:
+    """`listen` adds addresses beyond loopback (trusted from `trusted_network`, for test
+    hosts in network namespaces); `settings` adds server settings (`-c name=value`)."""
+
+    def __init__(
+        self,
+        *,
+        listen: tuple[str, ...] = (),
+        trusted_network: str = "",
+        settings: dict[str, str] | None = None,
+    ) -> None:
         self.port = free_port()
+        self.listen = listen
+        self.trusted_network = trusted_network
+        self.settings = settings or {}
         self.bin = server_bin()
         self.dir = Path(tempfile.mkdtemp(prefix="stockserve-postgres-"))
         self.data = self.dir / "data"
@@ -62,10 +74,14 @@ class ThrowawayPostgres:
             shutil.chown(self.dir, user=USER)
             self.dir.chmod(0o700)
         self._run(str(self.bin / "initdb"), "-D", str(self.data), "-U", USER, "-A", "trust")
+        if self.trusted_network:
+            with open(self.data / "pg_hba.conf", "a") as hba:
+                hba.write(f"host all all {self.trusted_network} trust\n")
+        addresses = ",".join(("127.0.0.1", *self.listen))
         options = (
-            f"-p {self.port} -k {self.dir} -c listen_addresses=127.0.0.1 -c fsync=off "
+            f"-p {self.port} -k {self.dir} -c listen_addresses={addresses} -c fsync=off "
             "-c synchronous_commit=off -c full_page_writes=off -c max_connections=200"
-        )
+        ) + "".join(f" -c {name}={value}" for name, value in self.settings.items())
         log = self.dir / "postgres.log"
         self._run(
             str(self.bin / "pg_ctl"),
