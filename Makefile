@@ -115,9 +115,10 @@ bench-overhead: setup  ## orchestration cost per request: no-op chord vs direct 
 bench-events: setup browser  ## live-event cost per task and events/s a connected dashboard keeps up with
 	$(PY) -m loadtests.bench_events $(BENCH_EVENTS_ARGS)
 
-# The short default run (< 10 min); longer ones: make experiment EXPERIMENT_ARGS="--users 10 --duration 60"
-EXPERIMENT_ARGS ?= --strategies centralized,chord,cascade --workers 1,2,6 --users 1 --think 0,0 \
-	--duration 20 --drain 30 --warmup 1 --symbols AAPL,MSFT --max-minutes 9
+# The short default run (< 10 min): arrivals slower than one worker answers, so the latencies
+# are the pipeline's, not a queue's; longer ones: make experiment EXPERIMENT_ARGS="--rate 0.3 --duration 120"
+EXPERIMENT_ARGS ?= --strategies centralized,chord,cascade --workers 1,2,6 --rate 0.1 \
+	--duration 30 --drain 30 --warmup 1 --symbols AAPL,MSFT --max-minutes 9
 experiment: setup  ## compare strategies and worker counts under load; report in loadtests/reports/
 	$(PY) -m loadtests.experiment $(EXPERIMENT_ARGS)
 

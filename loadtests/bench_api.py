@@ -7,7 +7,7 @@
 2. Cached answers: `wrk` (32 connections) posts the same question to the service and to a
    minimal Django project serving one JSON view of the same bytes under the same gunicorn
    command line (`benchmarks/bare_django.py`), alternating rounds; then an open-loop run at
-   fixed rates (`loadtests.httpload`) with exact percentiles.
+   fixed rates (`loadtests.engine`) with exact percentiles.
 3. Warm predictions (`use_cache: false`, unchanged data, every model in the registry), one
    after another, end to end as the client sees them, with where the time went by stage;
    one cold prediction (`warm_start: false`).
@@ -42,7 +42,7 @@ import requests
 
 from devstack import processes
 from devstack.redis import free_port
-from loadtests import httpload
+from loadtests import engine
 from loadtests.latencies import percentile
 from loadtests.procs import Interrupted, Supervisor, handle_signals
 
@@ -232,10 +232,19 @@ def cached_rounds(
 
 def open_loop_pair(service_url: str, bare_url: str, rate: float, seconds: float) -> dict[str, Any]:
     """The service at a fixed rate, then the reference at the same rate: one row of the table."""
-    body = json.dumps(QUESTION).encode()
-    summary = httpload.run(service_url, rate, seconds, body=body).summary()
-    summary["reference"] = httpload.run(bare_url, rate, seconds, body=body).summary()
+    summary = fixed_rate(service_url, rate, seconds)
+    summary["reference"] = fixed_rate(bare_url, rate, seconds)
     return summary
+
+
+def fixed_rate(url: str, rate: float, seconds: float) -> dict[str, Any]:
+    """The question POSTed `rate` times a second for `seconds`: exact percentiles."""
+    base, _, path = url.partition(PREDICTIONS)
+    job = engine.one_request("POST", PREDICTIONS + path, json.dumps(QUESTION).encode())
+    arrivals = [engine.Arrival(at, "http", "question", job) for at in engine.steady(rate, seconds)]
+    rows: list[Any] = []
+    info = engine.run(base, arrivals, rows.append, drain_s=10)
+    return {"target_rps": rate, **engine.summary(rows, info["elapsed_s"])}
 
 
 def start_reference(sup: Supervisor, body_file: Path, logs: Path) -> str:
@@ -314,13 +323,13 @@ def report(results: dict[str, Any]) -> str:
     for run in o:
         ref = run["reference"]
         goal = "p99 ≤ 10 ms, 0 errors" if run["target_rps"] >= 1000 else ""
-        met = run["p99_ms"] is not None and run["p99_ms"] <= 10 and run["failures"] == 0
+        met = run["p99_ms"] is not None and run["p99_ms"] <= 10 and run["errors"] == 0
         lines.append(
             f"| cached POST, open loop at {run['target_rps']:,.0f} req/s (achieved "
             f"{run['achieved_rps']:,.0f}): p50 / p99 / max ms, failures | {_ms(run['p50_ms'])} / "
-            f"{_ms(run['p99_ms'])} / {_ms(run['max_ms'])}, {run['failures']} | "
+            f"{_ms(run['p99_ms'])} / {_ms(run['max_ms'])}, {run['errors']} | "
             f"{_ms(ref['p50_ms'])} / {_ms(ref['p99_ms'])} / {_ms(ref['max_ms'])}, "
-            f"{ref['failures']} | | {goal} | {verdict(met) if goal else ''} |"
+            f"{ref['errors']} | | {goal} | {verdict(met) if goal else ''} |"
         )
     lines += [
         f"| warm prediction end to end, {len(w['latencies_ms'])} in a row: p50 / p95 ms | "

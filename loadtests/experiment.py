@@ -1,14 +1,14 @@
 """Compare deployments and scheduling strategies on the same workload, in one command.
 
     python -m loadtests.experiment --strategies centralized,chord,cascade --workers 1,2,4 \
-        --users 10 --duration 60
+        --rate 0.5 --duration 60
 
 For every (latency profile, worker count) it starts a fresh stack: redis-server, SQLite,
 gunicorn and N Celery workers (each its own process and hostname, standing in for a
-machine), warms every pool process up, then drives it once per strategy with Locust
-headless (closed loop) or the open-loop runner (`--mode open`), reads the server's stage
-timings from the database, and stops everything it started. The strategy is part of each
-request, so the strategies share the deployment and see the same warm processes.
+machine), warms every pool process up, then drives it once per strategy with the open-loop
+engine (`loadtests.engine`: arrivals at a fixed rate, whatever the server does), reads the
+server's stage timings from the database, and stops everything it started. The strategy is
+part of each request, so the strategies share the deployment and see the same warm processes.
 The report goes to loadtests/reports/<timestamp>/. Ctrl-C, SIGTERM or a failure still
 stop every process and leave a report of what finished; `--max-minutes` bounds the run.
 
@@ -49,11 +49,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     add("--workers", default="1,2,6", help="worker processes per deployment, e.g. 1,2,6")
     add("--concurrency", type=int, default=1, help="pool processes per worker")
     add("--models", default="naive,ridge,arima,lstm,tcn", help="PREDICTION_MODELS")
-    add("--users", type=int, default=10, help="closed-loop Locust users")
-    add("--think", default="0.5,1.5", help="users' think time MIN,MAX seconds")
-    add("--user-classes", default="WebUser", help="WebUser and/or ApiClient (comma-separated)")
-    add("--mode", choices=("closed", "open"), default="closed")
-    add("--rate", type=float, default=0.5, help="open loop: predictions per second")
+    add("--rate", type=float, default=0.5, help="predictions per second")
     add("--duration", type=float, default=60, help="seconds of load per strategy")
     add("--drain", type=float, default=60, help="seconds for in-flight predictions to finish")
     add("--symbols", default="AAPL,MSFT,IBM,GOOG", help="symbol mix, e.g. AAPL:3,MSFT")
@@ -78,8 +74,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         p.error(f"--emulate takes MEAN[/JITTER] ms profiles or 'off', got {args.emulate!r}")
     if not args.strategy_list or not args.worker_list or min(args.worker_list) < 1:
         p.error("give at least one strategy and worker counts of 1 or more")
-    if args.duration <= 0 or args.users < 1 or args.rate <= 0 or args.concurrency < 1:
-        p.error("duration, users, rate and concurrency must be positive")
+    if args.duration <= 0 or args.rate <= 0 or args.concurrency < 1:
+        p.error("duration, rate and concurrency must be positive")
     return args
 
 
@@ -158,11 +154,10 @@ def run_strategy(
     out = deployment.workdir / _slug(config_label)
     workload = Workload(base.symbols, base.horizon, strategy, base.cold, base.max_wait_s)
     started = time.monotonic()
-    print(f"[{config_label}] load for {args.duration:g} s ({args.mode} loop)", flush=True)
-    if args.mode == "closed":
-        info = load.run_locust(sup, args, deployment.base_url, strategy, out)
-    else:
-        info = load.run_open_loop(args, deployment.base_url, workload, out)
+    print(f"[{config_label}] {args.rate:g}/s for {args.duration:g} s", flush=True)
+    info = load.run_open_loop(
+        deployment.base_url, workload, args.rate, args.duration, args.drain, out
+    )
     sup.check_alive()
     load_average = os.getloadavg()[0]
     client, latency_by_id, ids = load.client_summary(out / "raw.csv")
@@ -190,11 +185,7 @@ def run_strategy(
 
 
 def describe(args: argparse.Namespace, argv: list[str] | None, stamp: str) -> dict[str, Any]:
-    load_text = (
-        f"{args.users} closed-loop users ({args.user_classes}), think {args.think} s"
-        if args.mode == "closed"
-        else f"open loop, {args.rate:g} predictions/s"
-    )
+    load_text = f"open loop, {args.rate:g} predictions/s"
     return {
         "started": stamp,
         "command": "python -m loadtests.experiment "

@@ -1,30 +1,18 @@
-"""One load run against a running deployment: warm-up, Locust or the open loop, the raw data.
+"""One load run against a running deployment: warm-up, the open loop, the raw data.
 
-Locust runs in its own process (it monkey-patches the standard library with gevent); the
-open loop runs here in threads. Both write one raw CSV row per prediction, which is what
-every client-side number of the report is computed from.
+Every arrival writes one raw CSV row (`loadtests.rawlog`), which is what every client-side
+number of a report is computed from.
 """
 
 from __future__ import annotations
 
-import argparse
-import contextlib
-import os
 import random
 import shutil
-import subprocess
-import sys
-import threading
 from pathlib import Path
 from typing import Any
 
-import requests
-
-from loadtests import latencies, rawlog
-from loadtests.deployment import ROOT
-from loadtests.openloop import OpenLoop
-from loadtests.procs import Supervisor
-from loadtests.workload import Workload, requests_call, submit_and_wait
+from loadtests import engine, latencies, rawlog
+from loadtests.workload import Workload
 
 
 def warm_up(base_url: str, workload: Workload, count: int) -> None:
@@ -33,83 +21,24 @@ def warm_up(base_url: str, workload: Workload, count: int) -> None:
     Each pool process takes one of them and so fits every model once: the first fit in a
     process pays TensorFlow's graph tracing (seconds), which is start-up, not scheduling.
     """
-    rng = random.Random(0)
     warm = Workload(workload.symbols, workload.horizon, "centralized", True, workload.max_wait_s)
-
-    def one(symbol: str) -> None:
-        with contextlib.suppress(requests.RequestException):
-            submit_and_wait(
-                requests_call(requests.Session(), base_url), warm.body(symbol), warm.max_wait_s
-            )
-
-    threads = [threading.Thread(target=one, args=(warm.pick(rng),)) for _ in range(count)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(timeout=warm.max_wait_s + 10)
-
-
-def run_locust(
-    sup: Supervisor, args: argparse.Namespace, base_url: str, strategy: str, out: Path
-) -> dict[str, Any]:
-    """Closed loop: `args.users` Locust users for `args.duration` s, then a bounded drain."""
-    argv = [
-        sys.executable,
-        "-m",
-        "locust",
-        "-f",
-        str(ROOT / "loadtests" / "locustfile.py"),
-        "--headless",
-        "-u",
-        str(args.users),
-        "-r",
-        str(args.users),
-        "-t",
-        f"{int(args.duration)}s",
-        "--stop-timeout",
-        str(int(args.drain)),
-        "--host",
-        base_url,
-        "--csv",
-        str(out / "locust"),
-        "--raw-csv",
-        str(out / "raw.csv"),
-        "--symbols",
-        args.symbols,
-        "--think",
-        args.think,
-        "--strategy",
-        strategy,
-        "--max-wait",
-        str(int(max(args.drain, 60))),
-        "--only-summary",
-        "--loglevel",
-        "WARNING",
-        "--exit-code-on-error",
-        "0",
-        *args.user_classes.split(","),
-    ]
-    if not args.warm:
-        argv.append("--cold")
-    out.mkdir(parents=True, exist_ok=True)
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    proc = sup.start("locust", argv, env=env, cwd=ROOT, log_path=out / "locust.log")
-    with contextlib.suppress(subprocess.TimeoutExpired):  # a hung Locust is stopped below
-        proc.wait(timeout=args.duration + args.drain + 60)
-    sup.stop(proc)
-    return {"users": args.users, "think_s": args.think}
+    arrivals = engine.predictions(warm, [0.0] * count, random.Random(0))
+    engine.run(base_url, arrivals, lambda row: None, drain_s=warm.max_wait_s + 10)
 
 
 def run_open_loop(
-    args: argparse.Namespace, base_url: str, workload: Workload, out: Path
+    base_url: str, workload: Workload, rate: float, seconds: float, drain_s: float, out: Path
 ) -> dict[str, Any]:
-    """Open loop: `args.rate` arrivals per second for `args.duration` s, then the drain."""
+    """`rate` arrivals per second for `seconds`, then up to `drain_s` for the last ones."""
     out.mkdir(parents=True, exist_ok=True)
+    rng = random.Random(0)
     raw = rawlog.RawLog(out / "raw.csv")
     try:
-        return OpenLoop(base_url, workload, raw).run(args.rate, args.duration, args.drain)
+        arrivals = engine.predictions(workload, engine.steady(rate, seconds), rng)
+        info = engine.run(base_url, arrivals, raw.write, drain_s=drain_s)
     finally:
         raw.close()
+    return {**info, "offered_rate": rate, "duration_s": seconds}
 
 
 def client_summary(raw_path: Path) -> tuple[dict[str, Any], dict[str, float], set[str]]:
@@ -129,7 +58,7 @@ def client_summary(raw_path: Path) -> tuple[dict[str, Any], dict[str, float], se
 
 
 def keep_data(sources: list[Path], dest: Path) -> None:
-    """Raw latencies, Locust's CSVs and the service logs go with the report."""
+    """Raw latencies and the service logs go with the report."""
     dest.mkdir(parents=True, exist_ok=True)
     for folder in sources:
         for path in [*folder.glob("*.csv"), *folder.glob("*.log")]:

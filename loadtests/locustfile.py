@@ -1,17 +1,15 @@
 """Locust users for the prediction service.
 
-    locust -f loadtests/locustfile.py --headless -u 10 -r 10 -t 60s \
-        --host http://127.0.0.1:8000 --csv out/locust --raw-csv out/raw.csv
+    locust -f loadtests/locustfile.py --host http://127.0.0.1:8000   # its web UI on :8089
 
 * `WebUser`: a person on the page: submits a prediction, waits for it, thinks, repeats.
 * `ApiClient`: a program that mostly asks for the same few symbols, so mostly cache hits.
 
 The end-to-end latency of a prediction (submit -> done, several HTTP calls) is reported as
-its own request type, `PREDICT` (docs/architecture.md, rule 16); every request is also
-written raw to `--raw-csv` so exact percentiles come from the samples, not from Locust's
-rounded buckets.
-These are closed-loop users: a slow server slows them down. Judge latency under load with
-the open-loop runner (`python -m loadtests.openloop`).
+its own request type, `PREDICT` (docs/architecture.md, rule 16).
+Locust is here for its interactive UI. These are closed-loop users: a slow server slows
+them down, and Locust's percentiles come from rounded buckets. Every measured figure comes
+from the open-loop engine (`loadtests.engine`), with exact percentiles from raw samples.
 """
 
 from __future__ import annotations
@@ -24,10 +22,8 @@ from typing import Any
 from gevent import GreenletExit
 from locust import HttpUser, events, task
 
-from loadtests.rawlog import RawLog, Row
 from loadtests.workload import Outcome, Workload, parse_mix, parse_range, submit_and_wait
 
-_raw: RawLog | None = None
 _user_numbers = itertools.count()
 
 
@@ -79,54 +75,6 @@ def add_arguments(parser: Any) -> None:
         env_var="LOADTEST_MAX_WAIT",
         help="seconds a user waits for one prediction",
     )
-    group.add_argument(
-        "--raw-csv",
-        default="",
-        env_var="LOADTEST_RAW_CSV",
-        help="write every request's latency to this CSV",
-    )
-
-
-@events.init.add_listener
-def open_raw_log(environment: Any, **kwargs: Any) -> None:
-    global _raw
-    path = getattr(environment.parsed_options, "raw_csv", "")
-    if path:
-        _raw = RawLog(path)
-
-
-@events.request.add_listener
-def record(
-    request_type: str,
-    name: str,
-    response_time: float,
-    exception: Any,
-    context: dict[str, Any] | None = None,
-    start_time: float | None = None,
-    **kwargs: Any,
-) -> None:
-    if _raw is None:
-        return
-    context = context or {}
-    _raw.write(
-        Row(
-            kind="prediction" if request_type == "PREDICT" else "http",
-            name=name if request_type == "PREDICT" else f"{request_type} {name}",
-            started_at=start_time or time.time() - response_time / 1000,
-            latency_ms=response_time,
-            ok=exception is None,
-            status=str(context.get("status", "")),
-            prediction_id=str(context.get("prediction_id", "")),
-            cache_hit=bool(context.get("cache_hit", False)),
-            error=str(exception or ""),
-        )
-    )
-
-
-@events.quitting.add_listener
-def close_raw_log(**kwargs: Any) -> None:
-    if _raw is not None:
-        _raw.close()
 
 
 class _PredictingUser(HttpUser):
@@ -136,8 +84,8 @@ class _PredictingUser(HttpUser):
 
     def on_start(self) -> None:
         options = self.environment.parsed_options
-        # Seeded per user, so every strategy of an experiment gets the same symbol sequence:
-        # the cost of a model depends on the symbol's history length.
+        # Seeded per user, so two runs send the same symbol sequence: the cost of a model
+        # depends on the symbol's history length.
         self.rng = random.Random(options.seed + next(_user_numbers))
         self.think = parse_range(options.think)
         self.workload = Workload(

@@ -20,8 +20,6 @@ import re
 import shutil
 import sys
 import tempfile
-import threading
-import time
 from collections import Counter
 from dataclasses import dataclass
 from datetime import datetime
@@ -29,11 +27,11 @@ from pathlib import Path
 
 import psutil
 import redis
-import requests
 
+from loadtests import engine
 from loadtests.deployment import ROOT, Deployment, Setup, migrated_template
+from loadtests.engine import Arrival, steady
 from loadtests.procs import Interrupted, Supervisor, handle_signals
-from loadtests.workload import requests_call, submit_and_wait
 
 SYMBOLS = ("AAPL", "MSFT", "GOOG", "IBM", "^GSPC", "^IXIC")
 PREDICTIONS = "/api/v1/predictions/"
@@ -95,57 +93,26 @@ def growth(start: dict[str, Group], end: dict[str, Group]) -> list[dict[str, obj
     return rows
 
 
-class Load:
-    """Three kinds of clients until `stop` is set, counting what they got."""
+def mixed_load(cached_rate: float, fresh_every_s: float, seconds: float) -> list[Arrival]:
+    """Cached POSTs at `cached_rate`, and a fresh prediction (followed to its end by long
+    polls) every `fresh_every_s` / 2 seconds, as two clients each every `fresh_every_s`."""
+    rng = random.Random(0)
+    cached = engine.one_request("POST", PREDICTIONS, b'{"symbol": "AAPL", "horizon": 5}')
+    arrivals = [Arrival(at, "http", "cached POST", cached) for at in steady(cached_rate, seconds)]
+    for at in steady(2 / fresh_every_s, seconds):
+        body = {"symbol": rng.choice(SYMBOLS), "horizon": rng.randint(1, 10), "use_cache": False}
+        arrivals.append(Arrival(at, "prediction", "fresh", engine.prediction(body, 120)))
+    return arrivals
 
-    def __init__(self, base_url: str, cached_rate: float, fresh_every_s: float) -> None:
-        self.base_url = base_url
-        self.cached_rate = cached_rate
-        self.fresh_every_s = fresh_every_s
-        self.stop = threading.Event()
-        self.outcomes: Counter[str] = Counter()
-        self.lock = threading.Lock()
 
-    def count(self, what: str) -> None:
-        with self.lock:
-            self.outcomes[what] += 1
-
-    def cached(self) -> None:
-        session, gap = requests.Session(), 1.0 / self.cached_rate
-        body = {"symbol": "AAPL", "horizon": 5}
-        next_at = time.monotonic()
-        while not self.stop.is_set():
-            try:
-                code = session.post(self.base_url + PREDICTIONS, json=body, timeout=10).status_code
-                self.count(f"cached POST {code}")
-            except requests.RequestException as exc:
-                self.count(f"cached POST {type(exc).__name__}")
-            next_at += gap
-            self.stop.wait(max(0.0, next_at - time.monotonic()))
-
-    def fresh(self, seed: int) -> None:
-        rng, call = random.Random(seed), requests_call(requests.Session(), self.base_url)
-        while not self.stop.is_set():
-            body = {
-                "symbol": rng.choice(SYMBOLS),
-                "horizon": rng.randint(1, 10),
-                "use_cache": False,
-            }
-            try:
-                self.count(f"fresh {submit_and_wait(call, body, 120).status}")
-            except requests.RequestException as exc:
-                self.count(f"fresh {type(exc).__name__}")
-            self.stop.wait(self.fresh_every_s)
-
-    def run(self, seconds: float) -> None:
-        threads = [threading.Thread(target=self.cached, daemon=True)]
-        threads += [threading.Thread(target=self.fresh, args=(i,), daemon=True) for i in range(2)]
-        for thread in threads:
-            thread.start()
-        self.stop.wait(seconds)
-        self.stop.set()
-        for thread in threads:
-            thread.join(timeout=130)
+def run_load(base_url: str, args: argparse.Namespace, seconds: float) -> Counter[str]:
+    """What each arrival got, counted by kind and final status."""
+    outcomes: Counter[str] = Counter()
+    arrivals = mixed_load(args.cached_rate, args.fresh_every, seconds)
+    engine.run(
+        base_url, arrivals, lambda row: outcomes.update([f"{row.name} {row.status}"]), drain_s=130
+    )
+    return outcomes
 
 
 def report(rows: list[dict[str, object]], outcomes: Counter[str], args: argparse.Namespace) -> str:
@@ -153,8 +120,8 @@ def report(rows: list[dict[str, object]], outcomes: Counter[str], args: argparse
     lines = [
         f"# `make soak`, {datetime.now():%Y-%m-%d %H:%M}, {args.minutes:g} min",
         "",
-        f"Load: cached POSTs at {args.cached_rate:g}/s, two clients sending fresh predictions "
-        f"(one every {args.fresh_every:g} s each, waiting for the answer). Machine: "
+        f"Load (open loop): cached POSTs at {args.cached_rate:g}/s, a fresh prediction every "
+        f"{args.fresh_every / 2:g} s, each followed by long polls to its end. Machine: "
         f"{psutil.cpu_count()} cores, load average {load_average} at the end.",
         "",
         "| process group | processes | RSS after warm-up MiB | RSS at the end MiB | growth "
@@ -193,11 +160,10 @@ def main(argv: list[str] | None = None) -> int:
         with handle_signals():
             deployment.start(migrated_template(workdir))
             print(f"stack up at {deployment.base_url}; settling for {args.settle:g} s…", flush=True)
-            Load(deployment.base_url, args.cached_rate, args.fresh_every).run(args.settle)
+            run_load(deployment.base_url, args, args.settle)
             start = memory(sup)
             print(f"measuring for {args.minutes:g} min…", flush=True)
-            load = Load(deployment.base_url, args.cached_rate, args.fresh_every)
-            load.run(args.minutes * 60)
+            outcomes = run_load(deployment.base_url, args, args.minutes * 60)
             end = memory(sup)
             keys = redis_keys(deployment.redis_url)
     except Interrupted as exc:
@@ -207,13 +173,13 @@ def main(argv: list[str] | None = None) -> int:
         deployment.stop()
         sup.stop_all()
     rows = growth(start, end)
-    text = report(rows, load.outcomes, args)
+    text = report(rows, outcomes, args)
     text += "Redis keys at the end, by prefix: " + ", ".join(f"{k} {v}" for k, v in keys.items())
     text += "\n"
     out = ROOT / "loadtests" / "reports" / f"soak-{datetime.now():%Y%m%d-%H%M%S}"
     out.mkdir(parents=True, exist_ok=True)
     (out / "report.md").write_text(text)
-    (out / "results.json").write_text(json.dumps({"rows": rows, "outcomes": load.outcomes}))
+    (out / "results.json").write_text(json.dumps({"rows": rows, "outcomes": outcomes}))
     shutil.rmtree(workdir, ignore_errors=True)
     print(text)
     print(f"Written to {out}")

@@ -47,9 +47,8 @@ import redis
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
-from loadtests import collect, latencies, load, rawlog
+from loadtests import collect, engine, latencies, load, rawlog
 from loadtests.deployment import ROOT, Deployment, Setup, migrated_template
-from loadtests.openloop import OpenLoop, step_offsets
 from loadtests.procs import Interrupted, Supervisor, handle_signals
 from loadtests.step_load_report import write_report
 from loadtests.workload import Workload, parse_mix
@@ -228,13 +227,14 @@ def run_mode(
         raw = rawlog.RawLog(out / "raw.csv")
         sampler = Sampler(deployment.base_url)
         sampler.start()
-        offsets = step_offsets(args.step_list)
+        offsets = engine.steps(args.step_list)
         start = time.time() + 1.0
         arrivals_end = start + sum(seconds for _, seconds in args.step_list)
         print(f"[{mode}] {len(offsets)} arrivals over {arrivals_end - start:.0f} s", flush=True)
         try:
-            info = OpenLoop(deployment.base_url, workload, raw).run_schedule(
-                offsets, args.drain, random.Random(0), start=start
+            arrivals = engine.predictions(workload, offsets, random.Random(0))
+            info = engine.run(
+                deployment.base_url, arrivals, raw.write, drain_s=args.drain, start_epoch=start
             )
         finally:
             raw.close()

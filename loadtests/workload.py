@@ -1,6 +1,7 @@
 """What the load generators send: the symbol mix, the request body, and submit-then-wait.
 
-Shared by the Locust users and the open-loop runner, so both measure the same thing.
+Shared by the Locust users and the open-loop engine (`loadtests.engine`), so both measure
+the same thing.
 """
 
 from __future__ import annotations
@@ -66,23 +67,6 @@ class Workload:
         if self.cold:
             body.update(use_cache=False, warm_start=self.warm_models)
         return body
-
-
-def requests_call(session: Any, base_url: str, timeout_s: float = 40.0) -> Call:
-    """A `Call` over a `requests.Session` against `base_url` (outside Locust)."""
-
-    def call(
-        method: str, path: str, body: dict[str, Any] | None, name: str
-    ) -> tuple[int, dict[str, Any]]:
-        response = session.request(
-            method, base_url.rstrip("/") + path, json=body, timeout=timeout_s
-        )
-        try:
-            return response.status_code, response.json()
-        except ValueError:
-            return response.status_code, {"error": response.text[:200]}
-
-    return call
 
 
 @dataclass

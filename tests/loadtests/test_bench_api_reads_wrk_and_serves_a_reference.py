@@ -88,7 +88,7 @@ def open_loop_row(rate: float, p99: float) -> dict[str, object]:
     row: dict[str, object] = {
         "target_rps": rate,
         "achieved_rps": rate,
-        "failures": 0,
+        "errors": 0,
         "p50_ms": 1.0,
         "p99_ms": p99,
         "max_ms": p99 * 2,

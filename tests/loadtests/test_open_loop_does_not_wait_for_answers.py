@@ -7,13 +7,15 @@ client (send, wait, send) could never get an answer from it; an open-loop one ge
 from __future__ import annotations
 
 import json
+import random
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from loadtests.openloop import OpenLoop, arrival_offsets
-from loadtests.rawlog import RawLog, read
+from loadtests import engine
+from loadtests.rawlog import Row
 from loadtests.workload import Workload, parse_mix
 
 ARRIVALS = 6
@@ -62,14 +64,14 @@ def server():
     server.server_close()
 
 
-def test_every_arrival_is_sent_while_the_earlier_ones_wait(server, tmp_path):
+def test_every_arrival_is_sent_while_the_earlier_ones_wait(server):
     workload = Workload(parse_mix("AAPL:3,MSFT"), horizon=3, strategy="chord", cold=True)
-    raw = RawLog(tmp_path / "raw.csv")
     url = f"http://127.0.0.1:{server.server_address[1]}"
-    info = OpenLoop(url, workload, raw).run(rate=20, duration_s=ARRIVALS / 20, drain_s=30)
-    raw.close()
+    arrivals = engine.predictions(workload, engine.steady(20, ARRIVALS / 20), random.Random(0))
+    rows: list[Row] = []
+    with ThreadPoolExecutor(1) as pool:  # its own thread: the browser tests keep a loop here
+        info = pool.submit(engine.run, url, arrivals, rows.append, drain_s=30).result()
 
-    rows = list(read(tmp_path / "raw.csv"))
     assert info["arrivals"] == ARRIVALS and info["unfinished"] == 0 and info["dropped"] == 0
     assert info["peak_in_flight"] == ARRIVALS
     assert len(rows) == ARRIVALS and all(r.ok and r.status == "done" for r in rows)
@@ -79,8 +81,7 @@ def test_every_arrival_is_sent_while_the_earlier_ones_wait(server, tmp_path):
 
 
 def test_arrivals_are_scheduled_in_advance():
-    import random
-
-    assert arrival_offsets(4, 1.0, False, random.Random(0)) == [0.0, 0.25, 0.5, 0.75]
-    poisson = arrival_offsets(50, 2.0, True, random.Random(0))
+    assert engine.steady(4, 1.0) == [0.0, 0.25, 0.5, 0.75]
+    poisson = engine.steady(50, 2.0, poisson=True, rng=random.Random(0))
     assert all(0 < t < 2.0 for t in poisson) and poisson == sorted(poisson)
+    assert engine.steps([(2, 1.0), (4, 0.5)]) == [0.0, 0.5, 1.0, 1.25]

@@ -10,7 +10,8 @@ from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
-from loadtests import httpload
+from loadtests import engine
+from loadtests.rawlog import Row
 
 HOLD_S = 0.2
 
@@ -45,13 +46,16 @@ def slow_server() -> Iterator[str]:
 def test_latency_counts_from_the_scheduled_send_time(slow_server):
     # 10 requests scheduled over 0.5 s on one connection, each answered in 0.2 s: they
     # queue, so the last one ends ~2 s after the start though it was due at 0.45 s.
+    job = engine.one_request("POST", "/", b"{}")
+    arrivals = [engine.Arrival(at, "http", "slow", job) for at in engine.steady(20, 0.5)]
+    rows: list[Row] = []
     with ThreadPoolExecutor(1) as pool:  # its own thread: the browser tests keep a loop here
         future = pool.submit(
-            httpload.run, slow_server, rate=20, seconds=0.5, body=b"{}", connections=1
+            engine.run, slow_server, arrivals, rows.append, drain_s=10, connections=1
         )
-        result = future.result()
-    assert result.sent == 10 and result.failures == 0
-    assert result.statuses == {200: 10}
-    latencies = sorted(result.latencies_ms)
+        info = future.result()
+    assert info["arrivals"] == 10 and info["dropped"] == 0 and info["unfinished"] == 0
+    assert [r.status for r in rows] == ["200"] * 10 and all(r.ok for r in rows)
+    latencies = sorted(r.latency_ms for r in rows)
     assert latencies[0] >= HOLD_S * 1000 * 0.9
     assert latencies[-1] >= (10 * HOLD_S - 0.45) * 1000 * 0.9  # the queueing is in it
