@@ -25,7 +25,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import re
 import shutil
 import statistics
@@ -45,6 +44,7 @@ from devstack.redis import free_port
 from loadtests import engine
 from loadtests.latencies import percentile
 from loadtests.procs import Interrupted, Supervisor, handle_signals
+from loadtests.report import fmt, machine, save, verdict
 
 ROOT = processes.ROOT
 REPORTS = ROOT / "loadtests" / "reports"
@@ -275,30 +275,6 @@ def overhead(requests_per_path: int, workdir: Path) -> dict[str, Any]:
 # --- the report
 
 
-def machine() -> dict[str, Any]:
-    model = ""
-    with open("/proc/cpuinfo", encoding="utf-8") as info:
-        for line in info:
-            if line.startswith("model name"):
-                model = line.split(":", 1)[1].strip()
-                break
-    return {
-        "cores": os.cpu_count(),
-        "cpu": model,
-        "arch": platform.machine(),
-        "python": platform.python_version(),
-        "load_average": [round(x, 2) for x in os.getloadavg()],
-    }
-
-
-def _ms(value: float | None) -> str:
-    return "–" if value is None else f"{value:,.1f}"
-
-
-def verdict(ok: bool) -> str:
-    return "met" if ok else "**not met**"
-
-
 def report(results: dict[str, Any]) -> str:
     c, o, w = results["cached"], results["open_loop"], results["warm"]
     lines = [
@@ -314,9 +290,9 @@ def report(results: dict[str, Any]) -> str:
         f"| cached POST, wrk 32 connections, req/s (median of {len(c['service']['rounds'])} "
         f"alternating rounds) | {c['service']['rps']:,.0f} | {c['reference']['rps']:,.0f} "
         f"(bare Django view) | {c['ratio']:.2f} | ≥ 0.6 | {verdict(c['ratio'] >= 0.6)} |",
-        f"| cached POST p50 / p99 ms (wrk) | {_ms(c['service']['p50_ms'])} / "
-        f"{_ms(c['service']['p99_ms'])} | {_ms(c['reference']['p50_ms'])} / "
-        f"{_ms(c['reference']['p99_ms'])} | | | |",
+        f"| cached POST p50 / p99 ms (wrk) | {fmt(c['service']['p50_ms'], 1)} / "
+        f"{fmt(c['service']['p99_ms'], 1)} | {fmt(c['reference']['p50_ms'], 1)} / "
+        f"{fmt(c['reference']['p99_ms'], 1)} | | | |",
         f"| cached POST with a token, req/s | {c['token']['rps']:,.0f} | "
         f"{c['reference']['rps']:,.0f} | {c['token_ratio']:.2f} | | |",
     ]
@@ -326,32 +302,34 @@ def report(results: dict[str, Any]) -> str:
         met = run["p99_ms"] is not None and run["p99_ms"] <= 10 and run["errors"] == 0
         lines.append(
             f"| cached POST, open loop at {run['target_rps']:,.0f} req/s (achieved "
-            f"{run['achieved_rps']:,.0f}): p50 / p99 / max ms, failures | {_ms(run['p50_ms'])} / "
-            f"{_ms(run['p99_ms'])} / {_ms(run['max_ms'])}, {run['errors']} | "
-            f"{_ms(ref['p50_ms'])} / {_ms(ref['p99_ms'])} / {_ms(ref['max_ms'])}, "
+            f"{run['achieved_rps']:,.0f}): p50 / p99 / max ms, failures | "
+            f"{fmt(run['p50_ms'], 1)} / {fmt(run['p99_ms'], 1)} / {fmt(run['max_ms'], 1)}, "
+            f"{run['errors']} | "
+            f"{fmt(ref['p50_ms'], 1)} / {fmt(ref['p99_ms'], 1)} / {fmt(ref['max_ms'], 1)}, "
             f"{ref['errors']} | | {goal} | {verdict(met) if goal else ''} |"
         )
     lines += [
         f"| warm prediction end to end, {len(w['latencies_ms'])} in a row: p50 / p95 ms | "
-        f"{_ms(w['p50_ms'])} / {_ms(w['p95_ms'])} | | | p50 ≤ 150 | "
+        f"{fmt(w['p50_ms'], 1)} / {fmt(w['p95_ms'], 1)} | | | p50 ≤ 150 | "
         f"{verdict(w['p50_ms'] <= 150)} |",
     ]
     r = results.get("restart")
     if r:
         lines.append(
             f"| first warm prediction after a restart is ready ({r['ready_s']:.0f} s) vs the "
-            f"next ones, ms | {_ms(r['first_ms'])} | {_ms(r['next_p50_ms'])} (p50 of the next "
+            f"next ones, ms | {fmt(r['first_ms'], 1)} | {fmt(r['next_p50_ms'], 1)} (p50 of the "
+            f"next "
             f"{len(r['next_ms'])}) | {r['ratio']:.2f} | ≤ 1.10 | {verdict(r['ratio'] <= 1.10)} |"
         )
     lines.append(
-        f"| cold prediction (`warm_start: false`), ms | {_ms(results['cold_ms'])} | | | | |"
+        f"| cold prediction (`warm_start: false`), ms | {fmt(results['cold_ms'], 1)} | | | | |"
     )
     ov = results.get("overhead")
     if ov:
         ratio = ov["our_chord_vs_bare_p50"]
         lines.append(
             f"| no-op pipeline: our chord vs a bare Celery chord of the same shape, p50 ms | "
-            f"{_ms(ov['our chord']['p50_ms'])} | {_ms(ov['bare chord']['p50_ms'])} | "
+            f"{fmt(ov['our chord']['p50_ms'], 1)} | {fmt(ov['bare chord']['p50_ms'], 1)} | "
             f"{ratio:.2f} | ≤ 1.2 | {verdict(ratio <= 1.2)} |"
         )
     lines += ["", "Where a warm prediction's time goes (medians):", ""]
@@ -459,9 +437,7 @@ def main(argv: list[str] | None = None) -> int:
         sup.stop_all()
     text = report(results)
     out = Path(args.reports) / f"bench-api-{datetime.now():%Y%m%d-%H%M%S}"
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "results.json").write_text(json.dumps(results, indent=2, default=str))
-    (out / "report.md").write_text(text)
+    save(out, text, results)
     shutil.rmtree(workdir, ignore_errors=True)
     print(text)
     print(f"Written to {out}")

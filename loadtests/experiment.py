@@ -35,7 +35,7 @@ from typing import Any
 from loadtests import collect, load
 from loadtests.deployment import ROOT, Deployment, Setup, migrated_template
 from loadtests.procs import Interrupted, Supervisor, handle_signals
-from loadtests.report import write as write_report
+from loadtests.report import write_experiment
 from loadtests.targets import evaluate as evaluate_targets
 from loadtests.workload import Workload, parse_mix
 
@@ -248,7 +248,7 @@ def main(argv: list[str] | None = None) -> int:
         )
     run = describe(args, argv, stamp)
     run["targets"] = evaluate_targets(configs)
-    path = write_report(args.report_dir, run, configs, notes)
+    path = write_experiment(args.report_dir, run, configs, notes)
     print(f"\nReport: {path}\n", flush=True)
     print(path.read_text(encoding="utf-8"), flush=True)
     return code

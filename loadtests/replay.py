@@ -46,6 +46,7 @@ from devstack.redis import EmbeddedRedis, free_port
 from devstack.supervisor import spawn, stop_group
 from loadtests import replay_analysis
 from loadtests.latencies import percentile
+from loadtests.report import save
 from predictions.forecasting.calibration import load_calibration
 
 ROOT = processes.ROOT
@@ -344,9 +345,6 @@ def fault(spec: str) -> tuple[str, float, str] | None:
 
 
 def write(results: dict[str, Any]) -> Path:
-    out = REPORTS / f"replay-{datetime.now(UTC):%Y%m%dT%H%M%SZ}"
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "results.json").write_text(json.dumps(results, indent=1))
     lines = [
         "# Replay: forecasts of record through the real stack",
         "",
@@ -400,7 +398,8 @@ def write(results: dict[str, Any]) -> Path:
         "(each with its reason in results.json); the first five:",
         *(f"  - {s} {m} generation {g}: {why}" for s, m, g, why in results["promotions"][:5]),
     ]
-    (out / "report.md").write_text("\n".join(lines) + "\n")
+    out = REPORTS / f"replay-{datetime.now(UTC):%Y%m%dT%H%M%SZ}"
+    save(out, "\n".join(lines) + "\n", results)
     return out
 
 

@@ -1,16 +1,27 @@
-"""The experiment's report: a Markdown table, PNG charts and the raw numbers as JSON.
+"""Every load report's files, formatted one way: report.md, results.json and the charts.
 
-loadtests/reports/<timestamp>/
-    report.md          the table (p50/p95/p99, throughput, errors per configuration)
-    results.json       every number the table and charts come from
-    latency.png        latency percentiles per configuration
-    throughput.png     predictions per second per configuration
-    timeline.png       the stage timeline of a typical request under each strategy
+One module, so every benchmark formats numbers, tables, the machine and its report folder
+alike, and every percentile in them comes from raw samples through `loadtests.latencies`.
+Besides the shared parts it draws the two reports that have charts:
+
+`make experiment`, loadtests/reports/<timestamp>/:
+    report.md, results.json  the client-side table (p50/p95/p99, throughput, errors per
+                             configuration) and the server's stage durations
+    latency.png              latency percentiles per configuration
+    throughput.png           predictions per second per configuration
+    timeline.png             the stage timeline of a typical request under each strategy
+
+`make step-load`, loadtests/reports/step-load-<timestamp>/:
+    report.md, results.json  p95 latency, io queue wait, worker-seconds per deployment
+    step-load.png            arrival rate, io queue wait, p95 latency and workers over time
 """
 
 from __future__ import annotations
 
 import json
+import os
+import platform
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +29,55 @@ import matplotlib
 
 matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
+
+from loadtests import latencies  # noqa: E402
+
+# --- shared by every report
+
+
+def fmt(value: float | None, digits: int = 0, unit: str = "") -> str:
+    """A number with thousands separators, or – for a figure that was not measured."""
+    return "–" if value is None else f"{value:,.{digits}f}{unit}"
+
+
+def verdict(ok: bool) -> str:
+    return "met" if ok else "**not met**"
+
+
+def table(header: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """A Markdown table."""
+    lines = ["| " + " | ".join(header) + " |", "|" + " --- |" * len(header)]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return "\n".join(lines) + "\n"
+
+
+def machine() -> dict[str, Any]:
+    """What the figures were measured on; the load average says how busy it was."""
+    model = ""
+    with open("/proc/cpuinfo", encoding="utf-8") as info:
+        for line in info:
+            if line.startswith("model name"):
+                model = line.split(":", 1)[1].strip()
+                break
+    return {
+        "cores": os.cpu_count(),
+        "cpu": model,
+        "arch": platform.machine(),
+        "python": platform.python_version(),
+        "load_average": [round(x, 2) for x in os.getloadavg()],
+    }
+
+
+def save(out: Path, markdown: str, results: dict[str, Any]) -> Path:
+    """report.md and results.json (every number the report comes from); the Markdown file."""
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "results.json").write_text(json.dumps(results, indent=1, default=str), "utf-8")
+    path = out / "report.md"
+    path.write_text(markdown, encoding="utf-8")
+    return path
+
+
+# --- the experiment
 
 STAGE_COLORS = {
     "prices": "#8c564b",
@@ -28,15 +88,7 @@ STAGE_COLORS = {
 MODEL_COLORS = ["#1f77b4", "#ff7f0e", "#d62728", "#17becf", "#bcbd22"]
 
 
-def _ms(value: float | None) -> str:
-    return "–" if value is None else f"{value:,.0f}"
-
-
-def _num(value: float | None, digits: int = 2) -> str:
-    return "–" if value is None else f"{value:.{digits}f}"
-
-
-def table(configs: list[dict[str, Any]]) -> str:
+def experiment_table(configs: list[dict[str, Any]]) -> str:
     head = (
         "| configuration | strategy | workers × conc. | ok | errors | p50 ms | p95 ms | p99 ms "
         "| throughput /s | model time ms | slowest stage p50 ms | load avg |\n"
@@ -47,10 +99,10 @@ def table(configs: list[dict[str, Any]]) -> str:
         client, server = c["client"], c["server"]
         lines.append(
             f"| {c['label']} | {c['strategy']} | {c['workers']} × {c['concurrency']} "
-            f"| {client['count']} | {client['errors']} | {_ms(client['p50_ms'])} "
-            f"| {_ms(client['p95_ms'])} | {_ms(client['p99_ms'])} "
-            f"| {_num(client['throughput_rps'], 3)} | {_ms(server['model_ms_mean'])} "
-            f"| {_ms(server['slowest_stage_p50_ms'])} | {_num(c.get('load_average'), 1)} |"
+            f"| {client['count']} | {client['errors']} | {fmt(client['p50_ms'])} "
+            f"| {fmt(client['p95_ms'])} | {fmt(client['p99_ms'])} "
+            f"| {fmt(client['throughput_rps'], 3)} | {fmt(server['model_ms_mean'])} "
+            f"| {fmt(server['slowest_stage_p50_ms'])} | {fmt(c.get('load_average'), 1)} |"
         )
     return head + "\n".join(lines) + "\n"
 
@@ -63,10 +115,10 @@ def stage_table(configs: list[dict[str, Any]]) -> str:
     rows = []
     for c in configs:
         means = c["server"]["stage_mean_ms"]
-        cells = " | ".join(_ms(means.get(n)) for n in names)
+        cells = " | ".join(fmt(means.get(n)) for n in names)
         rate = c["server"]["escalation_rate"]
         escalated = "–" if rate is None else f"{rate:.0%}"
-        mase = _num(c["server"]["ensemble_mase_mean"], 3)
+        mase = fmt(c["server"]["ensemble_mase_mean"], 3)
         emulated = "yes" if c["server"]["emulated_latency"] else "no"
         rows.append(f"| {c['label']} | {cells} | {mase} | {escalated} | {emulated} |")
     return head + "\n".join(rows) + "\n"
@@ -170,7 +222,7 @@ def timeline_chart(configs: list[dict[str, Any]], path: Path) -> None:
     plt.close(fig)
 
 
-def write(
+def write_experiment(
     report_dir: Path, run: dict[str, Any], configs: list[dict[str, Any]], notes: list[str]
 ) -> Path:
     """Write every file of the report; returns the Markdown file."""
@@ -185,9 +237,6 @@ def write(
             for name in ("latency.png", "throughput.png", "timeline.png")
             if (report_dir / name).exists()
         ]
-    (report_dir / "results.json").write_text(
-        json.dumps({"run": run, "configurations": configs}, indent=2, default=str)
-    )
     parts = [
         f"# Experiment {run['started']}\n",
         f"`{run['command']}`\n",
@@ -195,7 +244,7 @@ def write(
         + "\n".join(f"| {k} | {v} |" for k, v in run["settings"].items())
         + "\n",
         "## Client side (exact percentiles of raw end-to-end latencies)\n",
-        table(configs) if configs else "No configuration completed.\n",
+        experiment_table(configs) if configs else "No configuration completed.\n",
         "## Server side (mean stage durations, ms)\n",
         stage_table(configs) if configs else "",
     ]
@@ -206,6 +255,149 @@ def write(
         parts.append("## Notes\n")
         parts.append("\n".join(f"- {line}" for line in notes) + "\n")
     parts += [f"![{name}]({name})\n" for name in charts]
-    path = report_dir / "report.md"
-    path.write_text("\n".join(parts), encoding="utf-8")
-    return path
+    return save(report_dir, "\n".join(parts), {"run": run, "configurations": configs})
+
+
+# --- step load
+
+COLORS = {"fixed": "#6b7280", "autoscale": "#2563eb"}
+BUCKET_S = 10  # p95 latency per 10 s of scheduled arrivals
+
+
+def rolling_p95(points: list[dict[str, Any]]) -> tuple[list[float], list[float]]:
+    buckets: dict[int, list[float]] = {}
+    for point in points:
+        buckets.setdefault(int(point["t"] // BUCKET_S), []).append(point["ms"] / 1000)
+    keys = sorted(buckets)
+    return [k * BUCKET_S + BUCKET_S / 2 for k in keys], [
+        latencies.percentile(buckets[k], 95) or 0.0 for k in keys
+    ]
+
+
+def arrival_rate(steps: list[list[float]]) -> tuple[list[float], list[float]]:
+    xs, ys, t = [], [], 0.0
+    for rate, seconds in steps:
+        xs += [t, t + seconds]
+        ys += [rate, rate]
+        t += seconds
+    return xs, ys
+
+
+def step_load_figure(path: Path, run: dict[str, Any], results: list[dict[str, Any]]) -> None:
+    fig, axes = plt.subplots(4, 1, figsize=(10, 10), sharex=True)
+    rate_x, rate_y = arrival_rate(run["steps"])
+    axes[0].plot(rate_x, rate_y, color="#111827")
+    axes[0].set_ylabel("arrivals / s")
+    target = run["settings"]["target_wait"]
+    axes[1].axhline(target, color="#dc2626", linestyle=":", label=f"target {target:g} s")
+    for result in results:
+        color, mode = COLORS.get(result["mode"], "#000"), result["mode"]
+        samples = result["samples"]
+        ts = [s["t"] for s in samples]
+        axes[1].plot(ts, [s["wait"].get("io", 0) for s in samples], color=color, label=mode)
+        px, py = rolling_p95(result["latencies"])
+        axes[2].plot(px, py, color=color, marker=".", label=mode)
+        processes = [s.get("processes", {}).get("io", 0) for s in samples]
+        workers = [s["workers"].get("io", 0) for s in samples]
+        axes[3].step(ts, processes, where="post", color=color, label=f"{mode}: processes")
+        axes[3].step(
+            ts, workers, where="post", color=color, linestyle=":", label=f"{mode}: workers"
+        )
+        for decision in result["decisions"]:
+            if decision["action"] in ("add", "removed"):
+                at = decision["t"]
+                axes[3].annotate(
+                    decision["action"], (at, decision["workers"]), fontsize=7, color=color
+                )
+    axes[1].set_ylabel("io queue wait, s (p95)")
+    axes[2].set_ylabel(f"p95 latency, s ({BUCKET_S} s bins)")
+    axes[3].set_ylabel("io processes, workers")
+    axes[3].set_xlabel("seconds since the first arrival")
+    for ax in axes[1:]:
+        ax.legend(loc="upper right", fontsize=8)
+    for ax in axes:
+        ax.grid(alpha=0.3)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def step_load_table(results: list[dict[str, Any]]) -> str:
+    lines = [
+        "| deployment | answered | errors | p50 latency | p95 latency | first task's io queue wait "
+        "p50 / p95 / max | waits over the target | io process-seconds | io worker-seconds | "
+        "all worker-seconds | peak io workers / processes |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+    ]
+    for r in results:
+        c, w = r["client"], r["first_task_wait_s"]
+        lines.append(
+            f"| {r['mode']} | {c['count']} | {c['errors']} | {fmt(c['p50_ms'], 0, ' ms')} | "
+            f"{fmt(c['p95_ms'], 0, ' ms')} | {fmt(w['p50'], 2)} / {fmt(w['p95'], 2)} / "
+            f"{fmt(w['max'], 2, ' s')} | {w['over_target']} of {w['count']} | "
+            f"{r['io_process_seconds']:,.0f} | {r['io_worker_seconds']:,.0f} | "
+            f"{r['worker_seconds']:,.0f} | {r['peak_io_workers']:.0f} / "
+            f"{r['peak_io_processes']:.0f} |"
+        )
+    return "\n".join(lines)
+
+
+def comparison(results: list[dict[str, Any]]) -> list[str]:
+    by_mode = {r["mode"]: r for r in results}
+    fixed, scaled = by_mode.get("fixed"), by_mode.get("autoscale")
+    if not fixed or not scaled or not fixed["io_process_seconds"]:
+        return []
+    share = scaled["io_process_seconds"] / fixed["io_process_seconds"]
+    workers = scaled["io_worker_seconds"] / fixed["io_worker_seconds"]
+    return [
+        f"* io process-seconds, autoscale / fixed: **{share:.2f}** "
+        f"({scaled['io_process_seconds']:,.0f} / {fixed['io_process_seconds']:,.0f}); "
+        f"io worker-seconds {workers:.2f}",
+        f"* p95 latency, autoscale / fixed: {fmt(scaled['client']['p95_ms'], 0, ' ms')} / "
+        f"{fmt(fixed['client']['p95_ms'], 0, ' ms')}",
+    ]
+
+
+def write_step_load(report_dir: Path, run: dict[str, Any], results: list[dict[str, Any]]) -> Path:
+    if results:
+        step_load_figure(report_dir / "step-load.png", run, results)
+    settings = run["settings"]
+    steps = ", ".join(f"{rate:g}/s for {seconds:g} s" for rate, seconds in run["steps"])
+    lines = [
+        f"# Step load, autoscaling off and on ({run['started']})",
+        "",
+        f"Command: `{run['command']}`. Machine: {run['machine']}; load average before "
+        f"{' '.join(f'{x:.2f}' for x in run['load_average']['before'])}, after "
+        f"{' '.join(f'{x:.2f}' for x in run['load_average']['after'])}.",
+        "",
+        f"Arrivals (open loop, fresh pipelines on warm models {settings['models']}): {steps}. "
+        f"Prices and mentions answer after an emulated {settings['io_latency']} ms. "
+        f"`fixed`: {settings['peak_workers']} io workers of one process; `autoscale`: one io "
+        f"worker whose pool Celery sizes ({settings['pool']} MAX,MIN processes), and the "
+        f"controller adding one-process workers up to the same {settings['peak_workers']} "
+        f"processes, target p95 wait {settings['target_wait']:g} s, up delay "
+        f"{settings['up_delay']:g} s, down delay {settings['down_delay']:g} s, cooldown "
+        f"{settings['cooldown']:g} s. One cpu worker in both. A request's first task (its "
+        "prices, on io) waits from the request's creation to its start: that is the queue "
+        "wait in the table; the figure plots the controller's own measure, sampled each second "
+        "from `/metrics`. Admission control is opened up "
+        "and the waiters' cap raised (the load generator is a single client). Measured "
+        f"from the first arrival to {settings['tail']:g} s after the last.",
+        "",
+        step_load_table(results),
+        "",
+        *comparison(results),
+        "",
+        "![arrival rate, io queue wait, p95 latency and io workers over time](step-load.png)",
+        "",
+    ]
+    for result in results:
+        if result["decisions"]:
+            lines += [f"Decisions ({result['mode']}):", ""]
+            lines += [
+                f"* {d['t']:.0f} s: {d['queue']} **{d['action']}** {d['worker']}: {d['reason']}"
+                for d in result["decisions"]
+            ]
+            lines.append("")
+    lines += [f"* {note}" for note in run["notes"]]
+    return save(report_dir, "\n".join(lines) + "\n", {"run": run, "results": results})

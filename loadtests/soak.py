@@ -14,7 +14,6 @@ Not part of `make test` (it takes half an hour). `--minutes 2` is a quick trial.
 from __future__ import annotations
 
 import argparse
-import json
 import random
 import re
 import shutil
@@ -32,6 +31,7 @@ from loadtests import engine
 from loadtests.deployment import ROOT, Deployment, Setup, migrated_template
 from loadtests.engine import Arrival, steady
 from loadtests.procs import Interrupted, Supervisor, handle_signals
+from loadtests.report import save
 
 SYMBOLS = ("AAPL", "MSFT", "GOOG", "IBM", "^GSPC", "^IXIC")
 PREDICTIONS = "/api/v1/predictions/"
@@ -177,9 +177,7 @@ def main(argv: list[str] | None = None) -> int:
     text += "Redis keys at the end, by prefix: " + ", ".join(f"{k} {v}" for k, v in keys.items())
     text += "\n"
     out = ROOT / "loadtests" / "reports" / f"soak-{datetime.now():%Y%m%d-%H%M%S}"
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "report.md").write_text(text)
-    (out / "results.json").write_text(json.dumps({"rows": rows, "outcomes": outcomes}))
+    save(out, text, {"rows": rows, "outcomes": outcomes})
     shutil.rmtree(workdir, ignore_errors=True)
     print(text)
     print(f"Written to {out}")

@@ -50,7 +50,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from loadtests import collect, engine, latencies, load, rawlog
 from loadtests.deployment import ROOT, Deployment, Setup, migrated_template
 from loadtests.procs import Interrupted, Supervisor, handle_signals
-from loadtests.step_load_report import write_report
+from loadtests.report import write_step_load
 from loadtests.workload import Workload, parse_mix
 
 REPORTS = ROOT / "loadtests" / "reports"
@@ -337,7 +337,7 @@ def main(argv: list[str] | None = None) -> int:
         "load_average": {"before": load_before, "after": os.getloadavg()},
         "notes": notes,
     }
-    path = write_report(report_dir, run, results)
+    path = write_step_load(report_dir, run, results)
     print(f"\nReport: {path}\n", flush=True)
     print(path.read_text(encoding="utf-8"), flush=True)
     return code
