@@ -288,6 +288,10 @@ PREDICTION_STALL_SECONDS = env_int("PREDICTION_STALL_SECONDS", 60, minimum=1)
 PREDICTION_ATTEMPTS = env_int("PREDICTION_ATTEMPTS", 3, minimum=1)
 WORKER_GPU = env_str("WORKER_GPU", "auto")  # auto | on | off
 WORKER_HEARTBEAT_SECONDS = env_int("WORKER_HEARTBEAT_SECONDS", 5, minimum=1)
+# A pool process is replaced once it holds more than this much resident memory (0: never),
+# not after a number of tasks: a replaced process warms up again before its next task, and
+# on a one-process pool every request waits for it (docs/scaling.md, the periodic spikes).
+WORKER_MAX_MEMORY_MB = env_int("WORKER_MAX_MEMORY_MB", 2048, minimum=0)
 # Pool autoscaling inside a machine (`--autoscale=max,min` on a worker): Celery's own
 # autoscaler, but it grows only by as many processes as free memory holds (a cpu or gpu pool
 # process with TensorFlow costs ~0.5 GB), keeping WORKER_MEMORY_RESERVE_MB free.

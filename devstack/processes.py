@@ -70,16 +70,21 @@ def worker(
     concurrency: object,
     gpu: object = "auto",
     loglevel: object = "INFO",
-    max_tasks_per_child: object = 200,
     autoscale: object = "",
+    max_memory_mb: object = "",
+    max_tasks_per_child: object = "",
 ) -> Command:
     """A Celery worker for the pipeline, through `manage.py start_worker` (GPU detection,
-    warm-up per queue). `autoscale` ("MAX,MIN") lets Celery size the pool instead."""
+    warm-up per queue). `autoscale` ("MAX,MIN") lets Celery size the pool instead. Pool
+    processes are replaced by memory (WORKER_MAX_MEMORY_MB unless `max_memory_mb`), and
+    after `max_tasks_per_child` tasks only when that is given."""
     pool = ("--autoscale", autoscale) if autoscale else ("--concurrency", concurrency)
+    recycling = ("--max-memory-per-child", max_memory_mb) if max_memory_mb != "" else ()
+    if max_tasks_per_child != "":
+        recycling += ("--max-tasks-per-child", max_tasks_per_child)
     return _command(
         *("manage.py", "start_worker", "--name", name, "--queues", queues),
-        *(*pool, "--gpu", gpu),
-        *("--max-tasks-per-child", max_tasks_per_child, "--loglevel", loglevel),
+        *(*pool, "--gpu", gpu, *recycling, "--loglevel", loglevel),
     )
 
 

@@ -172,7 +172,7 @@ def ansible_vars() -> str:
             "{{ worker_concurrency }}",
             gpu="{{ worker_gpu }}",
             loglevel="{{ worker_loglevel }}",
-            max_tasks_per_child="{{ worker_max_tasks_per_child }}",
+            max_memory_mb="{{ worker_max_memory_mb }}",
         ),
     }
     lines = ["---", f"# {GENERATED}", "# The roles run: python {{ <name> | join(' ') }}"]

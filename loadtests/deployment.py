@@ -47,6 +47,7 @@ class Setup:
     web_threads: int = 32
     sweeper: bool = False  # the sweeper process, as `make run` runs it
     redis_persist: bool = False  # an append-only file, as `make run`'s Redis keeps
+    max_tasks_per_child: int = 0  # each worker's `--max-tasks-per-child` (0: never)
     extra_env: dict[str, str] = field(default_factory=dict)
 
 
@@ -143,6 +144,7 @@ class Deployment:
                 self.setup.concurrency,
                 gpu="off",
                 loglevel="WARNING",
+                max_tasks_per_child=self.setup.max_tasks_per_child or "",
                 autoscale=autoscale,
             )
             self._spawn(f"worker-w{i}", worker.argv(), env)

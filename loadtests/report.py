@@ -274,6 +274,16 @@ def rolling_p95(points: list[dict[str, Any]]) -> tuple[list[float], list[float]]
     ]
 
 
+def spikes(points: list[dict[str, Any]]) -> dict[str, float | None]:
+    """The p95 of each 10 s bin against the median bin: periodic stalls show as a ratio
+    well above 1 (goal ≤ 1.5)."""
+    _, p95s = rolling_p95(points)
+    median = latencies.percentile(p95s, 50)
+    worst = max(p95s, default=None)
+    ratio = worst / median if worst is not None and median else None
+    return {"median_bin_p95_s": median, "worst_bin_p95_s": worst, "ratio": ratio}
+
+
 def arrival_rate(steps: list[list[float]]) -> tuple[list[float], list[float]]:
     xs, ys, t = [], [], 0.0
     for rate, seconds in steps:
@@ -358,6 +368,20 @@ def comparison(results: list[dict[str, Any]]) -> list[str]:
     ]
 
 
+def spike_lines(results: list[dict[str, Any]]) -> list[str]:
+    lines = []
+    for result in results:
+        found = spikes(result["latencies"])
+        ratio = found["ratio"]
+        lines.append(
+            f"* {result['mode']}: p95 per {BUCKET_S} s bin, median "
+            f"{fmt(found['median_bin_p95_s'], 2)} s, worst {fmt(found['worst_bin_p95_s'], 2)} s: "
+            f"{fmt(ratio, 2)}× "
+            f"(goal ≤ 1.5: {verdict(ratio is not None and ratio <= 1.5)})"
+        )
+    return lines
+
+
 def write_step_load(report_dir: Path, run: dict[str, Any], results: list[dict[str, Any]]) -> Path:
     if results:
         step_load_figure(report_dir / "step-load.png", run, results)
@@ -387,6 +411,7 @@ def write_step_load(report_dir: Path, run: dict[str, Any], results: list[dict[st
         step_load_table(results),
         "",
         *comparison(results),
+        *spike_lines(results),
         "",
         "![arrival rate, io queue wait, p95 latency and io workers over time](step-load.png)",
         "",

@@ -5,8 +5,8 @@ killer after a week. This runs the stack as `make run` does (gunicorn, two worke
 every model, the sweeper, Redis with its append-only file) under a steady mix of cached
 answers, fresh predictions and long polls, and compares the resident memory (RSS) of
 each process group (a supervisor child with its forks: gunicorn's workers, Celery's pool)
-after warm-up with the end. Groups, not pids: Celery replaces a pool process after
-`--max-tasks-per-child` tasks. Goal: every group grows less than 10 %.
+after warm-up with the end. Groups, not pids: Celery replaces a pool process that holds
+more than `--max-memory-per-child`. Goal: every group grows less than 10 %.
 
 Not part of `make test` (it takes half an hour). `--minutes 2` is a quick trial.
 """

@@ -88,6 +88,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     add("--cooldown", type=float, default=5.0)
     add("--tail", type=float, default=30.0, help="seconds measured after the last arrival")
     add("--drain", type=float, default=120.0, help="longest wait for unanswered arrivals")
+    add("--max-tasks-per-child", type=int, default=0, help="replace pool processes (0: never)")
     add("--reports", default=str(REPORTS))
     args = p.parse_args(argv)
     try:
@@ -180,6 +181,7 @@ def setup_for(mode: str, args: argparse.Namespace) -> Setup:
         price_latency=latency,
         mention_latency=latency,
         extra_env=env,
+        max_tasks_per_child=args.max_tasks_per_child,
     )
 
 

@@ -34,7 +34,19 @@ class Command(BaseCommand):
         )
         parser.add_argument("--name", default="worker", help="node name; host is appended")
         parser.add_argument("--gpu", default=settings.WORKER_GPU, help="auto, on or off")
-        parser.add_argument("--max-tasks-per-child", type=int, default=200)
+        parser.add_argument(
+            "--max-memory-per-child",
+            type=int,
+            default=settings.WORKER_MAX_MEMORY_MB,
+            help="MB of resident memory after which a pool process is replaced (0: never)",
+        )
+        parser.add_argument(
+            "--max-tasks-per-child",
+            type=int,
+            default=0,
+            help="tasks after which a pool process is replaced (0: never, the default: the "
+            "replacement warms up while the pool waits)",
+        )
         parser.add_argument("--loglevel", default="INFO")
         parser.add_argument("--beat", action="store_true", help="also run the periodic sweeper")
 
@@ -77,8 +89,7 @@ class Command(BaseCommand):
             *pool,
             "-n",
             f"{options['name']}@%h",
-            "--max-tasks-per-child",
-            str(options["max_tasks_per_child"]),
+            *recycling(options["max_memory_per_child"], options["max_tasks_per_child"]),
             "-l",
             options["loglevel"],
             "-E",
@@ -88,6 +99,16 @@ class Command(BaseCommand):
         self.stdout.write(f"Starting worker {options['name']} on queues {','.join(queues)}")
         sys.stdout.flush()
         os.execve(sys.executable, argv, env)
+
+
+def recycling(max_memory_mb: int, max_tasks: int) -> list[str]:
+    """Celery's options for replacing pool processes; none when both are 0."""
+    argv = []
+    if max_memory_mb > 0:
+        argv += ["--max-memory-per-child", str(max_memory_mb * 1024)]  # Celery counts KiB
+    if max_tasks > 0:
+        argv += ["--max-tasks-per-child", str(max_tasks)]
+    return argv
 
 
 def parse_autoscale(text: str) -> tuple[int, int]:
