@@ -79,7 +79,9 @@ def worker(
     processes are replaced by memory (WORKER_MAX_MEMORY_MB unless `max_memory_mb`), and
     after `max_tasks_per_child` tasks only when that is given."""
     pool = ("--autoscale", autoscale) if autoscale else ("--concurrency", concurrency)
-    recycling = ("--max-memory-per-child", max_memory_mb) if max_memory_mb != "" else ()
+    recycling: tuple[object, ...] = ()
+    if max_memory_mb != "":
+        recycling += ("--max-memory-per-child", max_memory_mb)
     if max_tasks_per_child != "":
         recycling += ("--max-tasks-per-child", max_tasks_per_child)
     return _command(
