@@ -9,7 +9,7 @@ APT_INSTALL := $(SUDO) apt-get install -y -q --no-install-recommends
 
 .PHONY: help run test test-fast setup check lint format types imports generate migrations-check \
 	lint-playbooks browser test-hosts postgres promtool wrk token clean \
-	bench-api bench-models bench-overhead bench-events evaluate adopt-evaluation experiment soak step-load replay request-cost
+	bench-api bench-models bench-overhead bench-events evaluate adopt-evaluation experiment soak step-load replay request-cost cluster-bench
 
 help:  ## this list
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
@@ -93,6 +93,9 @@ step-load: setup  ## low, high, low arrivals with autoscaling off and on: p95, q
 
 request-cost: setup  ## what one cached, warm and cold request costs Redis and the database; Redis's capacity for them
 	$(PY) -m loadtests.request_cost $(REQUEST_COST_ARGS)
+
+cluster-bench: setup test-hosts postgres  ## cold and warm predictions/s that 1 and 2 worker hosts (namespaces, a core each) sustain
+	$(PY) -m loadtests.cluster_bench $(CLUSTER_BENCH_ARGS)
 
 replay: setup  ## a year of the offline market through the real stack: forecasts of record, live coverage, bar -> forecast
 	$(PY) -m loadtests.replay $(REPLAY_ARGS)

@@ -1,0 +1,237 @@
+"""The cluster `make cluster-bench` measures: worker hosts as network namespaces, shared
+PostgreSQL and Redis, one web tier, each host's processes confined to their own core.
+
+Why namespaces and real provisioning: a worker host is what `manage.py workers add`
+makes through the playbooks, so the benchmark adds hosts the way an operator does, and
+the hosts reach the shared services over their own links (devstack.testhosts). Why
+pinning: on one machine nothing else keeps two "hosts" from sharing every core; `taskset`
+gives host i core i, and what its worker forks later inherits that. The web tier, Redis,
+PostgreSQL and the load generator stay unpinned: they share the cores with the hosts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import shutil
+import subprocess
+import sys
+import sysconfig
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import redis
+import requests
+import yaml
+
+from devstack import processes
+from devstack.postgres import ThrowawayPostgres
+from devstack.redis import EmbeddedRedis, free_port
+from devstack.testhosts import NETWORK, TestHost, TestNetwork, namespace_pids
+from loadtests.deployment import ROOT, Setup, base_env
+from loadtests.procs import Supervisor
+
+QUEUES = "io,cpu,scoring"
+IN_FLIGHT_KEY = "stockserve:inflight"  # predictions.admission.IN_FLIGHT_KEY (no Django here)
+SOURCE = ("manage.py", "requirements.txt", "config", "devstack", "predictions", "workers",
+          "api", "provisioning", "webui")  # fmt: skip  # provisioning.bundle.INCLUDE
+# One client sends every arrival: admission control would refuse beyond one client's share
+# of a bound sized by the pool, and the run would measure that instead of the hosts.
+WEB_ENV = {
+    "ADMISSION_MAX_IN_FLIGHT": "1000",
+    "ADMISSION_CLIENT_SHARE": "1",
+    "PREDICTION_MAX_WAITERS": "1000",  # every arrival long-polls `?wait=` at once
+}
+
+
+def pin_argv(core: int, pid: int) -> list[str]:
+    """Confine every thread of `pid` to one core (its children forked later inherit it)."""
+    return ["taskset", "-a", "-cp", str(core), str(pid)]
+
+
+def process_name(pid: int) -> str:
+    with contextlib.suppress(OSError):
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    return "?"
+
+
+class Cluster:
+    """Start with `start()`, add hosts with `add_host()`, always end with `close()`."""
+
+    def __init__(
+        self, workdir: Path, models: tuple[str, ...], names: list[str], say: Callable[[str], None]
+    ) -> None:
+        self.workdir, self.models, self.say = workdir, models, say
+        self.sup = Supervisor(pid_log=workdir / "pids.log", grace_s=10)
+        self.net = TestNetwork(names, root=workdir / "hosts")
+        self.postgres: ThrowawayPostgres | None = None
+        self.redis: EmbeddedRedis | None = None
+        self.env: dict[str, str] = {}
+        self.base_url = ""
+        self.inventory = self.secrets = Path()
+        self.added: list[TestHost] = []
+
+    def start(self) -> None:
+        """Hosts (no worker yet), Redis and PostgreSQL on their gateways, the migrated
+        database, the web tier on loopback."""
+        self.net.root.mkdir(parents=True)
+        self.net.__enter__()
+        self.redis = EmbeddedRedis(workdir=str(self.workdir / "redis")).start()
+        client = redis.Redis(port=self.redis.port)
+        client.config_set("bind", " ".join(("127.0.0.1", *self.net.gateways)))
+        client.config_set("protected-mode", "no")  # no password: the hosts are ours
+        self.postgres = ThrowawayPostgres(listen=self.net.gateways, trusted_network=NETWORK)
+        self.postgres.start()
+        setup = Setup(workers=0, models=self.models, extra_env=WEB_ENV)
+        self.env = base_env(self.workdir / "var", self.redis.url, setup)
+        self.env["DATABASE_URL"] = self.postgres.url
+        (self.workdir / "var").mkdir(parents=True, exist_ok=True)
+        self.say("migrating PostgreSQL")
+        subprocess.run(
+            [*processes.migrate().argv(), "-v", "0"], cwd=ROOT, env=self.env, check=True,
+            timeout=300, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+        port = free_port()
+        self.base_url = f"http://127.0.0.1:{port}"
+        web = processes.web(f"127.0.0.1:{port}", workers=2, threads=32)
+        log = self.workdir / "logs" / "web.log"
+        self.sup.start("web", web.argv(), env=self.env, log_path=log, cwd=ROOT)
+        self._wait_web(time.monotonic() + 120)
+        self._write_inventory()
+
+    def _wait_web(self, deadline: float) -> None:
+        while time.monotonic() < deadline:
+            self.sup.check_alive()
+            with contextlib.suppress(requests.RequestException):
+                if requests.get(f"{self.base_url}/api/v1/symbols/", timeout=2).ok:
+                    return
+            time.sleep(0.25)
+        raise TimeoutError(f"the web tier did not answer; see {self.workdir / 'logs'}")
+
+    def _write_inventory(self) -> None:
+        """Each host reaches Redis and PostgreSQL on its own gateway; the hosts build their
+        virtualenv from this interpreter over this venv's site-packages (no index)."""
+        assert self.redis is not None and self.postgres is not None
+        host_vars: dict[str, object] = {
+            "ansible_python_interpreter": "/usr/bin/python3",
+            "stockserve_user": "root",
+            "stockserve_create_user": False,
+            "stockserve_python": sys._base_executable,  # type: ignore[attr-defined]
+            "common_install_system_packages": False,
+            "common_venv_base_site_packages": sysconfig.get_paths()["purelib"],
+            "common_pip_extra_args": "--no-index",
+            "worker_gpu": "off",
+            "worker_loglevel": "WARNING",
+        }
+        own: dict[str, dict[str, object]] = {
+            host.name: {
+                "stockserve_redis_url": f"redis://{host.gateway}:{self.redis.port}/0",
+                "stockserve_database_url": (
+                    f"postgres://postgres@{host.gateway}:{self.postgres.port}/stockserve"
+                ),
+            }
+            for host in self.net.hosts.values()
+        }
+        self.inventory = self.net.inventory(host_vars, own_vars=own)
+        source = self.workdir / "src"  # frozen: edits to the tree during the run stay out
+        source.mkdir()
+        for name in SOURCE:
+            if (ROOT / name).is_dir():
+                ignore = shutil.ignore_patterns("__pycache__")
+                shutil.copytree(ROOT / name, source / name, ignore=ignore)
+            else:
+                shutil.copy2(ROOT / name, source / name)
+        worker_env = {k: self.env[k] for k in ("PRICE_PROVIDERS", "MENTION_PROVIDERS",
+                      "PREDICTION_MODELS", "DEFAULT_STRATEGY", "PREDICTION_TIMEOUT",
+                      "PRECOMPUTE_SYMBOLS", "LOG_LEVEL", "TF_CPP_MIN_LOG_LEVEL")}  # fmt: skip
+        self.secrets = self.workdir / "secrets.yml"
+        self.secrets.touch(mode=0o600)
+        self.secrets.write_text(
+            yaml.safe_dump(
+                {
+                    "stockserve_secret_key": secrets.token_urlsafe(40),
+                    "stockserve_extra_env": worker_env,
+                    "stockserve_source_dir": str(source),
+                    "stockserve_bundle_dir": str(self.workdir / "bundles"),
+                }
+            )
+        )
+
+    def add_host(self, name: str, core: int, timeout_s: float = 600) -> dict[int, str]:
+        """`manage.py workers add` through the playbooks, then every process in the host's
+        namespace pinned to `core`; returns what runs there, checked to be on that core."""
+        argv = processes.manage(
+            "workers",
+            "add",
+            name,
+            "-i",
+            self.inventory,
+            "-e",
+            f"@{self.secrets}",
+            "--queues",
+            QUEUES,
+            "--concurrency",
+            1,
+        )
+        log = self.workdir / "logs" / f"provision-{name}.log"
+        proc = self.sup.start(f"provision-{name}", argv.argv(), env=self.env, log_path=log,
+                              cwd=ROOT)  # fmt: skip
+        try:
+            code = proc.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            code = None
+        self.sup.stop(proc)
+        if code != 0:
+            tail = "\n".join(log.read_text(errors="replace").splitlines()[-25:])
+            raise RuntimeError(f"provisioning {name} failed ({code}):\n{tail}")
+        host = self.net.hosts[name]
+        self.added.append(host)
+        for _ in range(3):  # again for a child forked by a parent not pinned yet
+            for pid in namespace_pids(host.netns):
+                subprocess.run(pin_argv(core, pid), capture_output=True)  # gone ones fail
+        return self.check_pinned(host, core)
+
+    def check_pinned(self, host: TestHost, core: int) -> dict[int, str]:
+        """What runs in the host's namespace; raises if any of it may leave `core`."""
+        found = {}
+        for pid in namespace_pids(host.netns):
+            try:
+                cores = os.sched_getaffinity(pid)
+            except ProcessLookupError:
+                continue
+            if cores != {core}:
+                raise RuntimeError(f"{host.name}: pid {pid} may run on cores {sorted(cores)}")
+            found[pid] = process_name(pid)
+        return found
+
+    def in_flight(self) -> int:
+        """Pipelines admitted and not finished (the admission set's live members)."""
+        assert self.redis is not None
+        client = redis.Redis(port=self.redis.port, socket_timeout=5)
+        return int(client.zcount(IN_FLIGHT_KEY, time.time(), "+inf"))
+
+    def settle(self, timeout_s: float) -> int:
+        """Wait until no pipeline is in flight (a previous load's backlog has drained);
+        returns how many still were when the time ran out."""
+        deadline = time.monotonic() + timeout_s
+        while (left := self.in_flight()) and time.monotonic() < deadline:
+            self.sup.check_alive()
+            time.sleep(0.5)
+        return left
+
+    def close(self) -> None:
+        """Hosts first (their workers), then web, PostgreSQL and Redis; each step runs even
+        when an earlier one failed."""
+        for stop in (
+            self.net.close,
+            self.sup.stop_all,
+            self.postgres.stop if self.postgres else None,
+            self.redis.stop if self.redis else None,
+        ):
+            if stop is not None:
+                try:
+                    stop()
+                except Exception as exc:  # noqa: BLE001 - the next ones must still run
+                    self.say(f"teardown: {stop.__qualname__} failed: {exc}")

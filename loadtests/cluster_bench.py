@@ -1,0 +1,349 @@
+"""`make cluster-bench`: the prediction rate k worker hosts sustain, for k = 1 and k = 2.
+
+Why: docs/scaling.md models how far adding worker hosts goes before the shared parts
+(Redis, PostgreSQL, the web tier) stop it; this checks its first step on one machine. The
+hosts are network namespaces provisioned by the playbooks, each confined to its own core
+(loadtests/cluster.py); the shared parts are not pinned and share the cores with them.
+
+Load: open-loop arrivals, evenly spaced, at a rising rate (a geometric ladder), cold
+(every model trained) then warm (a fresh pipeline reusing the stored model runs). A step
+lasts long enough for a minimum number of arrivals and a minimum time, and starts once the
+previous step's arrivals are answered or the drain (the objective) ran out. It passes when
+the p95 of its predictions (failed and unfinished ones are misses, above any latency) is
+within the objective and at most 5 % failed (the StockservePredictionErrors alert's
+share); the ladder stops after the first step that fails, and the sustainable rate is the
+highest step passed, so it is read to one step of the ladder. One stack serves both k:
+host2 is provisioned after k = 1 is measured (provisioning is the slow part, and adding a
+host to a running cluster is what is measured); k = 2's ladder starts one step below
+k = 1's sustainable rate.
+
+The objectives. The project states one p95 for predictions, the StockserveSlowPredictions
+alert (30 s over 10 minutes, a warn threshold): within a step of tens of seconds a backlog
+only grows past 30 s once arrivals outpace the hosts by half again or more, so the ladder
+would read rates the hosts cannot sustain. It states two bounds on waiting under load,
+and those are used: warm, 1 s, the autoscaler's target p95 wait (AUTOSCALE_TARGET_WAIT,
+where it adds workers; a warm run itself is a fraction of that); cold, 5 s, the
+StockserveQueueWaitHigh alert's p95 wait (training adds its own time to every
+prediction). Both are options.
+
+    python -m loadtests.cluster_bench [--models naive,ridge,arima] [--hosts 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import random
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from loadtests import engine
+from loadtests.cluster import QUEUES, Cluster
+from loadtests.deployment import ROOT
+from loadtests.latencies import percentile
+from loadtests.procs import Interrupted, handle_signals
+from loadtests.rawlog import RawLog, Row
+from loadtests.workload import Workload
+
+REPORT = ROOT / "loadtests" / "reports" / "cluster-bench.json"
+RAW_DIR = ROOT / "loadtests" / "reports" / "cluster-bench"
+GOAL = 1.8  # k = 2 over k = 1 (docs/scaling.md)
+KINDS = {
+    "cold": Workload(cold=True, warm_models=False),  # every model trained
+    "warm": Workload(cold=True, warm_models=True),  # fresh pipeline, stored runs reused
+}
+
+
+def ladder(start: float, factor: float, steps: int) -> list[float]:
+    """A geometric ladder of arrival rates per second."""
+    if start <= 0 or factor <= 1 or steps < 1:
+        raise ValueError("the ladder needs a positive start, a factor above 1 and a step")
+    return [round(start * factor**i, 4) for i in range(steps)]
+
+
+def step_seconds(rate: float, min_arrivals: int, min_seconds: float) -> float:
+    """Long enough for `min_arrivals` at this rate, and never shorter than `min_seconds`."""
+    return max(min_seconds, min_arrivals / rate)
+
+
+def offsets(rate: float, seconds: float) -> list[float]:
+    """Evenly spaced arrivals (seconds after the step's start)."""
+    return [i / rate for i in range(max(1, round(rate * seconds)))]
+
+
+def p95_ms(latencies_ms: Sequence[float], misses: int) -> float | None:
+    """The p95 with every miss ranked above every latency; None when it falls on a miss."""
+    count = len(latencies_ms) + misses
+    if not count or math.ceil((count - 1) * 0.95) >= len(latencies_ms):
+        return None
+    return percentile([*latencies_ms, *[math.inf] * misses], 95)
+
+
+@dataclass(frozen=True)
+class Step:
+    rate: float
+    seconds: float
+    arrivals: int
+    misses: int  # failed, unfinished, dropped
+    p50_ms: float | None
+    p95_ms: float | None  # None: the p95 is a miss
+    failure_share: float
+    passed: bool
+
+
+def judge(
+    rate: float, seconds: float, rows: Sequence[Row], objective_ms: float, max_failures: float
+) -> Step:
+    """Within the objective at p95 (misses counted), and few enough failures."""
+    answered = [row.latency_ms for row in rows if row.ok]
+    misses = len(rows) - len(answered)
+    p95 = p95_ms(answered, misses)
+    share = misses / len(rows) if rows else 1.0
+    passed = bool(rows) and p95 is not None and p95 <= objective_ms and share <= max_failures
+    return Step(rate, seconds, len(rows), misses, percentile(answered, 50), p95, share, passed)
+
+
+def climb(rates: Sequence[float], run_step: Callable[[float], Step]) -> list[Step]:
+    """Each rate in turn, stopping after the first step that fails."""
+    steps = []
+    for rate in rates:
+        steps.append(run_step(rate))
+        if not steps[-1].passed:
+            break
+    return steps
+
+
+def sustainable(steps: Sequence[Step]) -> float | None:
+    """The highest rate passed before the first failure (None: the first step failed)."""
+    best = None
+    for step in steps:
+        if not step.passed:
+            break
+        best = step.rate
+    return best
+
+
+def resume_from(rates: Sequence[float], sustained: float | None) -> list[float]:
+    """The ladder from one step below a rate already sustained (by fewer hosts)."""
+    if sustained is None or sustained not in rates:
+        return list(rates)
+    return list(rates[max(0, list(rates).index(sustained) - 1) :])
+
+
+def ratio(k1: float | None, k2: float | None) -> float | None:
+    return round(k2 / k1, 2) if k1 and k2 is not None else None
+
+
+class KeptLog(RawLog):
+    """The raw CSV, with the rows also kept for the step's verdict."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__(path)
+        self.rows: list[Row] = []
+
+    def write(self, row: Row) -> None:
+        super().write(row)
+        self.rows.append(row)
+
+
+def offer(
+    base_url: str, workload: Workload, schedule: list[float], drain_s: float, raw: RawLog
+) -> dict[str, Any]:
+    """The one call into the open-loop engine (its internals are being rewritten): an
+    arrival of the workload at each offset, one raw row each, then at most `drain_s`."""
+    arrivals = engine.predictions(workload, schedule, random.Random(len(schedule)))
+    return engine.run(base_url, arrivals, raw.write, drain_s=drain_s)
+
+
+def measure(
+    cluster: Cluster, k: int, kind: str, rates: Sequence[float], args: argparse.Namespace
+) -> dict[str, Any]:
+    """One ladder of one kind of prediction against the hosts added so far."""
+    objective_s = args.objective_cold if kind == "cold" else args.objective_warm
+    left = cluster.settle(args.settle)
+    if left:
+        print(f"  {left} pipelines of the previous load still in flight after {args.settle} s")
+    path = RAW_DIR / f"k{k}-{kind}.csv"
+    path.unlink(missing_ok=True)
+    raw = KeptLog(path)
+
+    def run_step(rate: float) -> Step:
+        seconds = step_seconds(rate, args.min_arrivals, args.min_seconds)
+        before = len(raw.rows)
+        offer(cluster.base_url, KINDS[kind], offsets(rate, seconds), objective_s, raw)
+        step = judge(rate, seconds, raw.rows[before:], objective_s * 1000, args.max_failures)
+        print(f"  k={k} {kind} {describe(step)}", flush=True)
+        return step
+
+    load_before = os.getloadavg()[0]  # the machine is shared: say how busy it was
+    try:
+        steps = climb(rates, run_step)
+    finally:
+        raw.close()
+    return {
+        "sustainable_rate": sustainable(steps),
+        "objective_p95_s": objective_s,
+        "in_flight_before": left,
+        "load_1min_before_after": [load_before, os.getloadavg()[0]],
+        "steps": [asdict(step) for step in steps],
+        "raw_csv": str(path.relative_to(ROOT)),
+    }
+
+
+def describe(step: Step) -> str:
+    p95 = "a miss" if step.p95_ms is None else f"{step.p95_ms / 1000:.2f} s"
+    p50 = "-" if step.p50_ms is None else f"{step.p50_ms / 1000:.2f} s"
+    return (
+        f"{step.rate:g}/s for {step.seconds:.0f} s: {step.arrivals} arrivals, p50 {p50}, "
+        f"p95 {p95}, misses {step.misses} ({step.failure_share:.0%}): "
+        + ("pass" if step.passed else "FAIL")
+    )
+
+
+def ratios(results: dict[int, dict[str, Any]]) -> dict[str, float | None]:
+    return {
+        kind: ratio(*(results.get(k, {}).get(kind, {}).get("sustainable_rate") for k in (1, 2)))
+        for kind in KINDS
+    }
+
+
+def table(results: dict[int, dict[str, Any]], args: argparse.Namespace) -> str:
+    def cell(value: float | None) -> str:
+        return "below the first step" if value is None else f"{value:g}/s"
+
+    lines = [
+        f"models {args.models}; objective p95 <= {args.objective_cold:g} s cold, "
+        f"<= {args.objective_warm:g} s warm (misses count), failures <= {args.max_failures:.0%}",
+        f"{'':10}{'cold':>24}{'warm':>24}",
+    ]
+    for k, kinds in results.items():
+        cells = [cell(kinds[kind]["sustainable_rate"]) if kind in kinds else "-" for kind in KINDS]
+        lines.append(f"{f'k = {k}':10}" + "".join(f"{c:>24}" for c in cells))
+    if 2 in results:
+        cells = [
+            "-" if r is None else f"{r:g}x ({'met' if r >= GOAL else 'NOT met'})"
+            for r in ratios(results).values()
+        ]
+        lines.append(f"{'k2 / k1':10}" + "".join(f"{c:>24}" for c in cells))
+        lines.append(
+            f"goal: k = 2 sustains >= {GOAL:g}x the rate of k = 1; each rate is read to one "
+            f"step of the ladder (x{args.factor:g}), so a ratio to about x{args.factor:g}"
+        )
+    return "\n".join(lines)
+
+
+def commit() -> str:
+    def git(*argv: str) -> str:
+        return subprocess.run(["git", *argv], cwd=ROOT, capture_output=True, text=True).stdout
+
+    dirty = git("status", "--porcelain", "--untracked-files=no").strip()
+    return git("rev-parse", "--short", "HEAD").strip() + (" +local changes" if dirty else "")
+
+
+def cores() -> list[int]:
+    return sorted(os.sched_getaffinity(0))
+
+
+def parse(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--models", default="naive,ridge,arima")
+    parser.add_argument("--hosts", type=int, default=2, help="measure k = 1 .. HOSTS")
+    parser.add_argument("--objective-cold", type=float, default=5.0, help="p95 seconds")
+    parser.add_argument("--objective-warm", type=float, default=1.0, help="p95 seconds")
+    parser.add_argument("--max-failures", type=float, default=0.05, help="share of a step")
+    parser.add_argument("--start-cold", type=float, default=1.0, help="first rate per second")
+    parser.add_argument("--start-warm", type=float, default=1.0, help="first rate per second")
+    parser.add_argument("--factor", type=float, default=1.25, help="from one step to the next")
+    parser.add_argument("--max-steps", type=int, default=10, help="per ladder")
+    parser.add_argument("--min-arrivals", type=int, default=20, help="per step")
+    parser.add_argument("--min-seconds", type=float, default=25.0, help="per step")
+    parser.add_argument("--settle", type=float, default=180.0, help="max s to drain a backlog")
+    args = parser.parse_args(argv)
+    if not 1 <= args.hosts <= len(cores()):
+        parser.error(f"--hosts must be 1 .. {len(cores())} (one core each)")
+    return args
+
+
+def run(cluster: Cluster, args: argparse.Namespace, report: dict[str, Any]) -> None:
+    """Start the stack; for each k, add a host, pin it, and climb a cold then warm ladder."""
+    cluster.start()
+    print(f"web {cluster.base_url}; Redis and PostgreSQL listen on the hosts' gateways")
+    print("not pinned: the web tier, Redis, PostgreSQL and this load generator (they share "
+          "the cores with the hosts)")  # fmt: skip
+    for k, name in enumerate(cluster.net.names, start=1):
+        core = cores()[k - 1]
+        print(f"provisioning {name}: manage.py workers add, concurrency 1, queues {QUEUES}")
+        procs = cluster.add_host(name, core)
+        report["pinned"][name] = {"core": core, "processes": {str(p): n for p, n in procs.items()}}
+        listed = ", ".join(f"{n} {pid}" for pid, n in procs.items())
+        print(f"{name} pinned to core {core} (taskset -a): {listed}")
+        results = report["results"][k] = {}
+        for kind in KINDS:
+            for host in cluster.added:  # what forked since is still on its core
+                cluster.check_pinned(host, report["pinned"][host.name]["core"])
+            start = args.start_cold if kind == "cold" else args.start_warm
+            rates = ladder(start, args.factor, args.max_steps)
+            if k > 1:
+                rates = resume_from(rates, report["results"][1][kind]["sustainable_rate"])
+            results[kind] = measure(cluster, k, kind, rates, args)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse(argv)
+    began = time.monotonic()
+    models = tuple(m.strip() for m in args.models.split(",") if m.strip())
+    workdir = Path(tempfile.mkdtemp(prefix="stockserve-cluster-bench-"))
+    names = [f"host{i}" for i in range(1, args.hosts + 1)]
+    cluster = Cluster(workdir, models, names, say=lambda text: print(text, flush=True))
+    print(f"cluster-bench: models {','.join(models)}; up to {args.hosts} hosts, a core each")
+    report: dict[str, Any] = {
+        "started": datetime.now(UTC).isoformat(timespec="seconds"),
+        "commit": commit(),
+        "models": list(models),
+        "settings": vars(args),
+        "not_pinned": ["web (gunicorn)", "redis", "postgresql", "load generator"],
+        "pinned": {},
+        "results": {},
+        "stopped": "",
+    }
+    try:
+        with handle_signals():
+            run(cluster, args, report)
+    except Interrupted as exc:
+        report["stopped"] = f"interrupted by {exc}"
+    except Exception as exc:  # noqa: BLE001 - torn down and reported below
+        report["stopped"] = f"failed: {type(exc).__name__}: {exc}"
+    finally:
+        signals = (signal.SIGINT, signal.SIGTERM)  # a second Ctrl-C must not stop teardown
+        previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in signals}
+        print("tearing down: hosts, web, PostgreSQL, Redis", flush=True)
+        cluster.close()
+        shutil.rmtree(workdir, ignore_errors=True)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    report.update(
+        wall_s=round(time.monotonic() - began),
+        ratio_k2_k1=ratios(report["results"]),
+        goal_ratio=GOAL,
+        table=table(report["results"], args),
+    )
+    REPORT.parent.mkdir(parents=True, exist_ok=True)
+    REPORT.write_text(json.dumps(report, indent=1))
+    print(report["table"])
+    stopped = f"{report['stopped']}; " if report["stopped"] else ""
+    print(f"{stopped}{report['wall_s']} s in all; written to {REPORT.relative_to(ROOT)}")
+    return 1 if report["stopped"] else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
