@@ -19,7 +19,7 @@ import subprocess
 import sys
 import sysconfig
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import redis
@@ -34,6 +34,7 @@ from loadtests.deployment import ROOT, Setup, base_env
 from loadtests.procs import Supervisor
 
 QUEUES = "io,cpu,scoring"
+TICK = os.sysconf("SC_CLK_TCK")
 IN_FLIGHT_KEY = "stockserve:inflight"  # predictions.admission.IN_FLIGHT_KEY (no Django here)
 SOURCE = ("manage.py", "requirements.txt", "config", "devstack", "predictions", "workers",
           "api", "provisioning", "webui")  # fmt: skip  # provisioning.bundle.INCLUDE
@@ -49,6 +50,53 @@ WEB_ENV = {
 def pin_argv(core: int, pid: int) -> list[str]:
     """Confine every thread of `pid` to one core (its children forked later inherit it)."""
     return ["taskset", "-a", "-cp", str(core), str(pid)]
+
+
+def _stat(pid: int) -> list[str]:
+    """/proc/PID/stat's fields after the command name (the state is the first)."""
+    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+
+
+def cpu_seconds(pids: Iterable[int]) -> float:
+    """CPU time of these processes and of the children they reaped."""
+    ticks = 0
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            ticks += sum(int(field) for field in _stat(pid)[11:15])  # u, s, cu, cs time
+    return ticks / TICK
+
+
+def descendants(roots: Iterable[int]) -> set[int]:
+    """These processes and every process below them."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):
+                children.setdefault(int(_stat(int(entry.name))[1]), []).append(int(entry.name))
+    found, todo = set(), list(roots)
+    while todo:
+        pid = todo.pop()
+        if pid not in found:
+            found.add(pid)
+            todo += children.get(pid, [])
+    return found
+
+
+def machine_busy_seconds() -> float:
+    """CPU time every core spent on anything but idling, since boot."""
+    user, nice, system, _idle, _iowait, irq, softirq, steal = map(
+        int, Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]
+    )
+    return (user + nice + system + irq + softirq + steal) / TICK
+
+
+def cores_used(
+    before: dict[str, float], after: dict[str, float], seconds: float
+) -> dict[str, float]:
+    """Cores each part kept busy on average; `others`: the rest of the machine's use."""
+    used = {name: (after[name] - before[name]) / seconds for name in after}
+    machine = used.pop("machine")
+    return {**used, "others": max(0.0, machine - sum(used.values())), "machine": machine}
 
 
 def process_name(pid: int) -> str:
@@ -205,6 +253,21 @@ class Cluster:
                 raise RuntimeError(f"{host.name}: pid {pid} may run on cores {sorted(cores)}")
             found[pid] = process_name(pid)
         return found
+
+    def cpu(self) -> dict[str, float]:
+        """CPU seconds so far of each host's namespace, of the shared services (web, Redis,
+        PostgreSQL), of this process (the load generator) and of the whole machine: the
+        machine is shared, and what none of these used is someone else's."""
+        assert self.redis is not None and self.redis.process is not None
+        assert self.postgres is not None
+        postmaster = int((self.postgres.data / "postmaster.pid").read_text().split()[0])
+        roots = [proc.pid for _, proc in self.sup.children]
+        used = {host.name: cpu_seconds(namespace_pids(host.netns)) for host in self.added}
+        used["services"] = cpu_seconds(descendants([*roots, self.redis.process.pid, postmaster]))
+        mine = os.times()
+        used["load generator"] = mine.user + mine.system
+        used["machine"] = machine_busy_seconds()
+        return used
 
     def in_flight(self) -> int:
         """Pipelines admitted and not finished (the admission set's live members)."""

@@ -14,8 +14,10 @@ within the objective and at most 5 % failed (the StockservePredictionErrors aler
 share); the ladder stops after the first step that fails, and the sustainable rate is the
 highest step passed, so it is read to one step of the ladder. One stack serves both k:
 host2 is provisioned after k = 1 is measured (provisioning is the slow part, and adding a
-host to a running cluster is what is measured); k = 2's ladder starts one step below
-k = 1's sustainable rate.
+host to a running cluster is what is measured), and each new host first answers a few
+unmeasured cold predictions (its start-up); k = 2's ladder starts one step below k = 1's
+sustainable rate. Every step also says how many cores each part used, and how many the
+rest of the (shared) machine took.
 
 The objectives. The project states one p95 for predictions, the StockserveSlowPredictions
 alert (30 s over 10 minutes, a warn threshold): within a step of tens of seconds a backlog
@@ -48,7 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from loadtests import engine
-from loadtests.cluster import QUEUES, Cluster
+from loadtests.cluster import QUEUES, Cluster, cores_used
 from loadtests.deployment import ROOT
 from loadtests.latencies import percentile
 from loadtests.procs import Interrupted, handle_signals
@@ -148,6 +150,7 @@ class KeptLog(RawLog):
     """The raw CSV, with the rows also kept for the step's verdict."""
 
     def __init__(self, path: Path) -> None:
+        path.unlink(missing_ok=True)  # this run's rows only
         super().__init__(path)
         self.rows: list[Row] = []
 
@@ -165,6 +168,22 @@ def offer(
     return engine.run(base_url, arrivals, raw.write, drain_s=drain_s)
 
 
+def warm_up(cluster: Cluster, k: int, per_host: int = 4) -> dict[str, Any]:
+    """Unmeasured cold predictions at once, `per_host` for each host: a fresh host's first
+    ones store price data and first model generations, which is start-up, not throughput
+    (as the experiment's and step-load's warm-ups)."""
+    raw = KeptLog(RAW_DIR / f"k{k}-warm-up.csv")
+    began = time.monotonic()
+    try:
+        offer(cluster.base_url, KINDS["cold"], [0.0] * per_host * k, 120.0, raw)
+    finally:
+        raw.close()
+    done = sum(row.ok for row in raw.rows)
+    seconds = round(time.monotonic() - began, 1)
+    print(f"  warm-up: {done} of {len(raw.rows)} unmeasured cold predictions in {seconds} s")
+    return {"predictions": len(raw.rows), "answered": done, "seconds": seconds}
+
+
 def measure(
     cluster: Cluster, k: int, kind: str, rates: Sequence[float], args: argparse.Namespace
 ) -> dict[str, Any]:
@@ -174,18 +193,20 @@ def measure(
     if left:
         print(f"  {left} pipelines of the previous load still in flight after {args.settle} s")
     path = RAW_DIR / f"k{k}-{kind}.csv"
-    path.unlink(missing_ok=True)
     raw = KeptLog(path)
+
+    cores: list[dict[str, float]] = []
 
     def run_step(rate: float) -> Step:
         seconds = step_seconds(rate, args.min_arrivals, args.min_seconds)
-        before = len(raw.rows)
+        before, cpu_before, began = len(raw.rows), cluster.cpu(), time.monotonic()
         offer(cluster.base_url, KINDS[kind], offsets(rate, seconds), objective_s, raw)
+        cores.append(cores_used(cpu_before, cluster.cpu(), time.monotonic() - began))
         step = judge(rate, seconds, raw.rows[before:], objective_s * 1000, args.max_failures)
         print(f"  k={k} {kind} {describe(step)}", flush=True)
+        print("    cores: " + ", ".join(f"{n} {c:.2f}" for n, c in cores[-1].items()))
         return step
 
-    load_before = os.getloadavg()[0]  # the machine is shared: say how busy it was
     try:
         steps = climb(rates, run_step)
     finally:
@@ -194,8 +215,7 @@ def measure(
         "sustainable_rate": sustainable(steps),
         "objective_p95_s": objective_s,
         "in_flight_before": left,
-        "load_1min_before_after": [load_before, os.getloadavg()[0]],
-        "steps": [asdict(step) for step in steps],
+        "steps": [{**asdict(step), "cores": used} for step, used in zip(steps, cores, strict=True)],
         "raw_csv": str(path.relative_to(ROOT)),
     }
 
@@ -218,27 +238,31 @@ def ratios(results: dict[int, dict[str, Any]]) -> dict[str, float | None]:
 
 
 def table(results: dict[int, dict[str, Any]], args: argparse.Namespace) -> str:
-    def cell(value: float | None) -> str:
-        return "below the first step" if value is None else f"{value:g}/s"
+    def cell(ladder: dict[str, Any]) -> str:
+        rate = ladder["sustainable_rate"]
+        others = [step["cores"]["others"] for step in ladder["steps"]]
+        text = "below the first step" if rate is None else f"{rate:.3g}/s"
+        return f"{text} [others {sum(others) / max(1, len(others)):.1f}]"
 
     lines = [
         f"models {args.models}; objective p95 <= {args.objective_cold:g} s cold, "
         f"<= {args.objective_warm:g} s warm (misses count), failures <= {args.max_failures:.0%}",
-        f"{'':10}{'cold':>24}{'warm':>24}",
+        f"{'':10}{'cold':>34}{'warm':>34}",
     ]
     for k, kinds in results.items():
-        cells = [cell(kinds[kind]["sustainable_rate"]) if kind in kinds else "-" for kind in KINDS]
-        lines.append(f"{f'k = {k}':10}" + "".join(f"{c:>24}" for c in cells))
+        cells = [cell(kinds[kind]) if kind in kinds else "-" for kind in KINDS]
+        lines.append(f"{f'k = {k}':10}" + "".join(f"{c:>34}" for c in cells))
     if 2 in results:
         cells = [
             "-" if r is None else f"{r:g}x ({'met' if r >= GOAL else 'NOT met'})"
             for r in ratios(results).values()
         ]
-        lines.append(f"{'k2 / k1':10}" + "".join(f"{c:>24}" for c in cells))
-        lines.append(
-            f"goal: k = 2 sustains >= {GOAL:g}x the rate of k = 1; each rate is read to one "
-            f"step of the ladder (x{args.factor:g}), so a ratio to about x{args.factor:g}"
-        )
+        lines.append(f"{'k2 / k1':10}" + "".join(f"{c:>34}" for c in cells))
+    lines += [
+        f"goal: k = 2 sustains >= {GOAL:g}x the rate of k = 1. Each rate is read to one step "
+        f"of the ladder (x{args.factor:g}); [others N]: cores the rest of the shared machine "
+        "took during the ladder's steps, on average",
+    ]
     return "\n".join(lines)
 
 
@@ -287,6 +311,7 @@ def run(cluster: Cluster, args: argparse.Namespace, report: dict[str, Any]) -> N
         report["pinned"][name] = {"core": core, "processes": {str(p): n for p, n in procs.items()}}
         listed = ", ".join(f"{n} {pid}" for pid, n in procs.items())
         print(f"{name} pinned to core {core} (taskset -a): {listed}")
+        report["warm_up"][name] = warm_up(cluster, k)
         results = report["results"][k] = {}
         for kind in KINDS:
             for host in cluster.added:  # what forked since is still on its core
@@ -313,6 +338,7 @@ def main(argv: list[str] | None = None) -> int:
         "settings": vars(args),
         "not_pinned": ["web (gunicorn)", "redis", "postgresql", "load generator"],
         "pinned": {},
+        "warm_up": {},
         "results": {},
         "stopped": "",
     }

@@ -7,7 +7,7 @@ import math
 
 import pytest
 
-from loadtests.cluster import pin_argv
+from loadtests.cluster import cores_used, pin_argv
 from loadtests.cluster_bench import (
     Step,
     climb,
@@ -138,3 +138,14 @@ def test_pinning_confines_every_thread_of_a_process_to_one_core():
 def test_no_latency_is_lost_to_infinity_arithmetic():
     value = p95_ms([100.0, 200.0] * 30, 1)
     assert value is not None and math.isfinite(value)
+
+
+def test_the_cores_no_part_of_the_cluster_used_are_counted_as_someone_elses():
+    before = {"host1": 10.0, "services": 5.0, "load generator": 1.0, "machine": 100.0}
+    after = {"host1": 19.0, "services": 9.0, "load generator": 2.0, "machine": 118.0}
+
+    used = cores_used(before, after, 10.0)
+
+    assert used == pytest.approx(
+        {"host1": 0.9, "services": 0.4, "load generator": 0.1, "others": 0.4, "machine": 1.8}
+    )
