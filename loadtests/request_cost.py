@@ -2,21 +2,27 @@
 
 Why: to say which shared part saturates first as worker hosts are added, the cost of a
 request to each must be known. A private deployment (gunicorn, one worker, its own Redis,
-SQLite) answers N requests of one type at a time, and the differences of Redis's own
-counters (`INFO commandstats`, `INFO stats`, `INFO cpu`) and of the database's rows are
-divided by N:
+SQLite or, with `--database postgres`, a throwaway PostgreSQL) answers N requests of one
+type at a time, and the differences of Redis's own counters (`INFO commandstats`,
+`INFO stats`, `INFO cpu`) and of the database's rows are divided by N:
 
-* cached: the same question again (the fast path answers from Redis);
+* cold: a fresh run that trains every model (`warm_start: false`);
 * warm: a fresh run (`use_cache: false`) on unchanged data: every model's stored run is
   reused, nothing trains;
-* cold: a fresh run that trains every model (`warm_start: false`).
+* cached: the same question again (the fast path answers from Redis);
+* status read: `GET` of a finished prediction, what each poll of a client costs.
+
+The harness waits for a run on its final-event channel and then reads the answer once, so
+a request's figures do not grow with how long it ran on a busy machine.
 
 Then `redis-benchmark` measures, on the same machine, the rate Redis sustains for the
 commands the service uses most (pipelined like a busy cluster would not be: one request at
 a time per connection, 50 connections), and the report divides: the requests per second of
-each type one Redis could serve before it is the bottleneck.
+each type one Redis could serve before it is the bottleneck. On PostgreSQL, the server's
+own counters and `pgbench` say the same of the database (loadtests/request_cost_postgres.py).
 
     python -m loadtests.request_cost [--n 40] [--models naive,ridge,arima]
+        [--database postgres [--pgbench-clients 1,4,16] [--pgbench-seconds 15]]
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ from typing import Any
 import redis
 import requests
 
+from loadtests import request_cost_postgres as pg_cost
 from loadtests.deployment import Deployment, Setup, migrated_template
 from loadtests.procs import Supervisor, handle_signals
 
@@ -47,6 +54,7 @@ TABLES = (
     "predictions_storedrun",
     "predictions_forecastrecord",
     "predictions_generationevent",
+    "predictions_pricesnapshot",  # prices read: once per symbol (and price refresh)
 )
 SYMBOLS = ("AAPL", "MSFT", "IBM", "GOOG", "^GSPC", "^IXIC")
 
@@ -68,49 +76,85 @@ def db_rows(path: Path) -> dict[str, int]:
         return {t: conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in TABLES}  # noqa: S608
 
 
-def wait_done(base: str, ids: list[str], timeout: float = 600) -> None:
+FINAL_CHANNEL = "stockserve:final:{}"  # predictions.progress._final_channel (no Django here)
+
+
+def wait_final(redis_url: str, base: str, rid: str, timeout: float = 600) -> int:
+    """Wait for the request's final event (as the web's `?wait=` does), then read it once;
+    re-read every 5 s in case the event came before the subscription. Returns the status
+    reads it took: a client's final read of its answer, counted in the step's figures
+    (polling on a timer would make a request's cost depend on how long it ran)."""
     deadline = time.monotonic() + timeout
-    pending = set(ids)
-    while pending and time.monotonic() < deadline:
-        for rid in list(pending):
+    pubsub = redis.Redis.from_url(redis_url).pubsub(ignore_subscribe_messages=True)
+    pubsub.subscribe(FINAL_CHANNEL.format(rid))
+    reads = 0
+    try:
+        while time.monotonic() < deadline:
+            until = time.monotonic() + 5.0
+            while (left := until - time.monotonic()) > 0 and not pubsub.get_message(timeout=left):
+                pass  # the subscription's confirmation, or nothing yet
             body = requests.get(f"{base}/api/v1/predictions/{rid}/", timeout=30).json()
+            reads += 1
             if body["status"] in ("done", "failed"):
-                pending.discard(rid)
-        time.sleep(0.2)
-    if pending:
-        raise TimeoutError(f"{len(pending)} requests did not finish in {timeout} s")
+                return reads
+    finally:
+        pubsub.close()
+    raise TimeoutError(f"request {rid} did not finish in {timeout} s")
 
 
-def measure(stack: Deployment, kind: str, n: int, horizon: int) -> dict[str, Any]:
+def send(stack: Deployment, kind: str, i: int, horizon: int, read_id: str) -> int:
+    """One request of `kind`, answered before it returns; the status reads it took."""
+    api = f"{stack.base_url}/api/v1/predictions/"
+    if kind == "status read":
+        response = requests.get(f"{api}{read_id}/", timeout=60)
+        if response.status_code != 200:
+            raise RuntimeError(f"a status read failed: {response.status_code}")
+        return 1
+    body: dict[str, Any] = {"symbol": SYMBOLS[i % len(SYMBOLS)], "horizon": horizon}
+    if kind != "cached":
+        body["use_cache"] = False
+    if kind == "cold":
+        body["warm_start"] = False
+    response = requests.post(api, json=body, timeout=60)
+    if kind == "cached":
+        if response.status_code != 200:
+            raise RuntimeError(f"a cached answer was expected, got {response.status_code}")
+        return 0
+    rid = response.json()["id"]
+    return wait_final(stack.redis_url, stack.base_url, rid)  # one at a time: nothing overlaps
+
+
+def measure(
+    stack: Deployment,
+    kind: str,
+    n: int,
+    horizon: int,
+    meter: pg_cost.Meter | None = None,
+    read_id: str = "",
+) -> dict[str, Any]:
     """Send `n` requests of one kind and return the per-request differences."""
     client = redis.Redis.from_url(stack.redis_url)
-    api = f"{stack.base_url}/api/v1/predictions/"
-    before, rows_before = redis_counters(client), db_rows(stack.db_path)
+
+    def rows() -> dict[str, int]:
+        return meter.rows(TABLES) if meter else db_rows(stack.db_path)
+
+    rows_before = rows()
+    pg_before = meter.settled() if meter else None  # the previous step's stragglers
+    before = redis_counters(client)
     started = time.monotonic()
-    ids = []
-    for i in range(n):
-        symbol = SYMBOLS[i % len(SYMBOLS)]
-        body: dict[str, Any] = {"symbol": symbol, "horizon": horizon}
-        if kind != "cached":
-            body["use_cache"] = False
-        if kind == "cold":
-            body["warm_start"] = False
-        response = requests.post(api, json=body, timeout=60)
-        if kind == "cached":
-            if response.status_code != 200:
-                raise RuntimeError(f"a cached answer was expected, got {response.status_code}")
-        else:
-            ids.append(response.json()["id"])
-            wait_done(stack.base_url, ids[-1:])  # one at a time: nothing overlaps
+    reads = sum(send(stack, kind, i, horizon, read_id) for i in range(n))
     seconds = time.monotonic() - started
     time.sleep(1.0)  # counters of the last request's trailing writes (relay, heartbeats)
-    after, rows_after = redis_counters(client), db_rows(stack.db_path)
+    after = redis_counters(client)
+    pg_after = meter.settled() if meter else None
+    rows_after = rows()
     delta = {k: (after.get(k, 0.0) - before.get(k, 0.0)) / n for k in after}
     commands = {k.removeprefix("cmd:"): v for k, v in delta.items() if k.startswith("cmd:") and v}
-    return {
+    row: dict[str, Any] = {
         "kind": kind,
         "n": n,
         "seconds": round(seconds, 1),
+        "status_reads": round(reads / n, 1),
         "redis_commands": round(sum(commands.values()), 1),
         "top_commands": dict(Counter(commands).most_common(8)),
         "broker_publishes": round(commands.get("lpush", 0.0), 1),
@@ -122,6 +166,10 @@ def measure(stack: Deployment, kind: str, n: int, horizon: int) -> dict[str, Any
             for t in TABLES
         },
     }
+    if meter and pg_before and pg_after:
+        maintenance = rows_after[pg_cost.MAINTENANCE] - rows_before[pg_cost.MAINTENANCE]
+        row["postgres"] = pg_cost.cost(meter, pg_before, pg_after, n, maintenance)
+    return row
 
 
 def redis_capacity(port: int) -> dict[str, float]:
@@ -137,7 +185,8 @@ def redis_capacity(port: int) -> dict[str, float]:
     return rates
 
 
-def report(rows: list[dict[str, Any]], rates: dict[str, float], args: argparse.Namespace) -> str:
+def report(rows: list[dict[str, Any]], results: dict[str, Any], args: argparse.Namespace) -> str:
+    rates = results["redis_benchmark"]
     ops = min(rates.values()) if rates else None
     benchmark = ", ".join(f"{k} {v:,.0f}/s" for k, v in rates.items())
     lines = [
@@ -163,7 +212,24 @@ def report(rows: list[dict[str, Any]], rates: dict[str, float], args: argparse.N
     for row in rows:
         top = ", ".join(f"{k} {v:g}" for k, v in row["top_commands"].items())
         lines.append(f"- {row['kind']}: {top}")
+    polls = ", ".join(f"{row['kind']} {row['status_reads']:g}" for row in rows)
+    lines += ["", f"Status reads per request, included in the figures above: {polls}."]
+    if "postgres" in results:
+        lines += pg_cost.report_lines(rows, results["postgres"])
     return "\n".join(lines) + "\n"
+
+
+def fill_caches(stack: Deployment, horizon: int) -> str:
+    """One fresh cached answer per question the cached step asks, finished before it
+    starts (a run still going would count in its figures); the id of the last one."""
+    api = f"{stack.base_url}/api/v1/predictions/"
+    ids = []
+    for symbol in SYMBOLS:
+        response = requests.post(api, json={"symbol": symbol, "horizon": horizon}, timeout=60)
+        ids.append(response.json()["id"])
+        if response.status_code == 202:
+            wait_final(stack.redis_url, stack.base_url, ids[-1])
+    return str(ids[-1])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -171,31 +237,60 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--n", type=int, default=40, help="cached requests (a fifth for runs)")
     parser.add_argument("--models", default="naive,ridge,arima")
     parser.add_argument("--horizon", type=int, default=5)
+    parser.add_argument(
+        "--database",
+        choices=("sqlite", "postgres"),
+        default="sqlite",
+        help="postgres: a throwaway PostgreSQL; also its counters per request and pgbench",
+    )
+    parser.add_argument("--pgbench-clients", default="1,4,16", help="one pgbench run each")
+    parser.add_argument("--pgbench-seconds", type=int, default=15)
     args = parser.parse_args(argv)
     workdir = Path(tempfile.mkdtemp(prefix="stockserve-request-cost-"))
     sup = Supervisor(pid_log=workdir / "pids.log")
-    setup = Setup(workers=1, concurrency=2, models=tuple(args.models.split(",")))
+    pg = pg_cost.cluster() if args.database == "postgres" else None
+    env = {"DATABASE_URL": pg.url} if pg else {}
+    setup = Setup(workers=1, concurrency=2, models=tuple(args.models.split(",")), extra_env=env)
     stack = Deployment(sup, workdir / "stack", setup)
+    meter: pg_cost.Meter | None = None
     rows: list[dict[str, Any]] = []
+    results: dict[str, Any] = {}
     try:
         with handle_signals():
-            stack.start(migrated_template(workdir))
+            if pg:
+                pg_cost.start(pg)
+                pg_cost.migrate(pg, workdir / "template")
+                template = workdir / "unused.sqlite3"  # Deployment copies one; DATABASE_URL wins
+                template.touch()
+            else:
+                template = migrated_template(workdir)
+            stack.start(template)
+            meter = pg_cost.Meter(pg) if pg else None
             runs = max(2, args.n // 5)
-            rows.append(measure(stack, "cold", runs, args.horizon))  # also fills the caches
-            rows.append(measure(stack, "warm", runs, args.horizon))
-            api = f"{stack.base_url}/api/v1/predictions/"
-            for symbol in SYMBOLS:  # one fresh cached answer per question the next step asks
-                requests.post(api, json={"symbol": symbol, "horizon": args.horizon}, timeout=60)
-            rows.append(measure(stack, "cached", args.n, args.horizon))
-            rates = redis_capacity(stack.redis_port)
+            rows.append(measure(stack, "cold", runs, args.horizon, meter))  # fills the caches
+            rows.append(measure(stack, "warm", runs, args.horizon, meter))
+            read_id = fill_caches(stack, args.horizon)
+            rows.append(measure(stack, "cached", args.n, args.horizon, meter))
+            rows.append(measure(stack, "status read", args.n, args.horizon, meter, read_id))
+            results["redis_benchmark"] = redis_capacity(stack.redis_port)
+            stack.stop()  # pgbench alone on the machine
+            if pg and meter:
+                clients = [int(c) for c in args.pgbench_clients.split(",")]
+                results["postgres"] = pg_cost.capacity(
+                    pg, meter, clients, args.pgbench_seconds, workdir
+                )
     finally:
         stack.stop()
         sup.stop_all()
-    text = report(rows, rates, args)
+        if meter:
+            meter.close()
+        if pg:
+            pg.stop()
+    text = report(rows, results, args)
     out = REPORTS / f"request-cost-{datetime.now(UTC):%Y%m%dT%H%M%SZ}"
     out.mkdir(parents=True, exist_ok=True)
     (out / "results.json").write_text(
-        json.dumps({"rows": rows, "redis_benchmark": rates}, indent=1)
+        json.dumps({"database": args.database, "rows": rows, **results}, indent=1)
     )
     (out / "report.md").write_text(text)
     print(text)
