@@ -219,6 +219,12 @@ CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+# Celery's Django fixup closes every database connection before and after each task unless
+# this is set; then it closes them every 1,000 tasks, and between tasks a worker applies
+# Django's own rule instead (workers.lifecycle: CONN_MAX_AGE and the health check), so a
+# task does not open a new PostgreSQL connection (about two thirds of a cold request's
+# PostgreSQL CPU when it did: docs/scaling.md).
+CELERY_DB_REUSE_MAX = 1000
 CELERY_TASK_DEFAULT_QUEUE = "cpu"
 # Each task's queue when sent without one: a router function, named (not imported) here.
 CELERY_TASK_ROUTES = ("workers.signatures.route_task",)

@@ -30,6 +30,7 @@ from celery.signals import (
 )
 from celery.worker import state as worker_state
 from django.conf import settings
+from django.db import close_old_connections
 
 from predictions import log_context
 from workers import presence, queue_wait, warmup
@@ -117,6 +118,16 @@ def count_finished_task(sender: Any = None, **kwargs: Any) -> None:
     hostname = getattr(getattr(sender, "request", None), "hostname", None)
     if hostname:
         presence.count_task(hostname)
+
+
+@task_prerun.connect
+@task_postrun.connect
+def close_old_database_connections(task: Any = None, **kwargs: Any) -> None:
+    """Django's rule for a web request, between tasks: a connection past CONN_MAX_AGE, or
+    broken, is closed (the next query opens a fresh one); a healthy one is kept. Not for
+    eager tasks, which run inside their caller's transaction."""
+    if not getattr(getattr(task, "request", None), "is_eager", False):
+        close_old_connections()
 
 
 @before_task_publish.connect
