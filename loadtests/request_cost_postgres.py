@@ -702,8 +702,8 @@ def report_lines(rows: list[dict[str, Any]], bench: dict[str, Any]) -> list[str]
         f"Background work in each step's window (checkpoints / autovacuum runs): {background}.",
         f"A new connection up to its first answer (time zone, one row by its key; "
         f"{conn['n']} in a row) costs {conn['cpu_ms']:g} ms of PG CPU and reads "
-        f"{conn['rows_read']:,} rows (its catalog caches); Celery closes Django's connection "
-        "before and after every task (CELERY_DB_REUSE_MAX unset), so each task opens one.",
+        f"{conn['rows_read']:,} rows (its catalog caches): what each task paid while Celery "
+        "closed Django's connection around every task (see the connections opened above).",
         "",
         f"pgbench, a cold request's writes ({bench['script_commits']} commits per run, payloads "
         "copied from a measured cold request, reads left out; autovacuum on; the client on "
