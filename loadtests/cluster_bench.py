@@ -42,6 +42,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -147,25 +148,52 @@ def ratio(k1: float | None, k2: float | None) -> float | None:
 
 
 class KeptLog(RawLog):
-    """The raw CSV, with the rows also kept for the step's verdict."""
+    """The raw CSV, with the rows also kept for the step's verdict; rows that arrive after
+    it is closed (an interrupted run's last answers) are dropped."""
 
     def __init__(self, path: Path) -> None:
         path.unlink(missing_ok=True)  # this run's rows only
         super().__init__(path)
         self.rows: list[Row] = []
+        self.closed = False
+        self._guard = threading.Lock()
 
     def write(self, row: Row) -> None:
-        super().write(row)
-        self.rows.append(row)
+        with self._guard:
+            if not self.closed:
+                super().write(row)
+                self.rows.append(row)
+
+    def close(self) -> None:
+        with self._guard:
+            self.closed = True
+            super().close()
 
 
 def offer(
     base_url: str, workload: Workload, schedule: list[float], drain_s: float, raw: RawLog
 ) -> dict[str, Any]:
     """The one call into the open-loop engine (its internals are being rewritten): an
-    arrival of the workload at each offset, one raw row each, then at most `drain_s`."""
+    arrival of the workload at each offset, one raw row each, then at most `drain_s`.
+
+    In a thread, so that Ctrl-C and SIGTERM stop the benchmark at once: the engine's event
+    loop (uvloop) reports an exception a signal handler raises instead of raising it."""
     arrivals = engine.predictions(workload, schedule, random.Random(len(schedule)))
-    return engine.run(base_url, arrivals, raw.write, drain_s=drain_s)
+    outcome: list[Any] = []
+
+    def drive() -> None:
+        try:
+            outcome.append(engine.run(base_url, arrivals, raw.write, drain_s=drain_s))
+        except BaseException as exc:  # noqa: BLE001 - raised again in the main thread
+            outcome.append(exc)
+
+    thread = threading.Thread(target=drive, name="open-loop", daemon=True)
+    thread.start()
+    while thread.is_alive():
+        thread.join(0.25)  # the main thread, where the signal handlers run
+    if isinstance(outcome[0], BaseException):
+        raise outcome[0]
+    return dict(outcome[0])
 
 
 def warm_up(cluster: Cluster, k: int, per_host: int = 4) -> dict[str, Any]:
@@ -184,40 +212,47 @@ def warm_up(cluster: Cluster, k: int, per_host: int = 4) -> dict[str, Any]:
     return {"predictions": len(raw.rows), "answered": done, "seconds": seconds}
 
 
-def measure(
-    cluster: Cluster, k: int, kind: str, rates: Sequence[float], args: argparse.Namespace
-) -> dict[str, Any]:
-    """One ladder of one kind of prediction against the hosts added so far."""
+def new_entry(k: int, kind: str, args: argparse.Namespace) -> dict[str, Any]:
+    """A ladder's place in the report, filled step by step (an interrupted run still says
+    what it measured)."""
     objective_s = args.objective_cold if kind == "cold" else args.objective_warm
-    left = cluster.settle(args.settle)
+    raw_csv = str((RAW_DIR / f"k{k}-{kind}.csv").relative_to(ROOT))
+    return {"sustainable_rate": None, "objective_p95_s": objective_s, "raw_csv": raw_csv,
+            "steps": []}  # fmt: skip
+
+
+def measure(
+    cluster: Cluster,
+    k: int,
+    kind: str,
+    rates: Sequence[float],
+    args: argparse.Namespace,
+    entry: dict[str, Any],
+) -> None:
+    """One ladder of one kind of prediction against the hosts added so far."""
+    entry["in_flight_before"] = left = cluster.settle(args.settle)
     if left:
         print(f"  {left} pipelines of the previous load still in flight after {args.settle} s")
-    path = RAW_DIR / f"k{k}-{kind}.csv"
-    raw = KeptLog(path)
-
-    cores: list[dict[str, float]] = []
+    raw = KeptLog(ROOT / entry["raw_csv"])
+    steps: list[Step] = []
 
     def run_step(rate: float) -> Step:
         seconds = step_seconds(rate, args.min_arrivals, args.min_seconds)
         before, cpu_before, began = len(raw.rows), cluster.cpu(), time.monotonic()
-        offer(cluster.base_url, KINDS[kind], offsets(rate, seconds), objective_s, raw)
-        cores.append(cores_used(cpu_before, cluster.cpu(), time.monotonic() - began))
-        step = judge(rate, seconds, raw.rows[before:], objective_s * 1000, args.max_failures)
-        print(f"  k={k} {kind} {describe(step)}", flush=True)
-        print("    cores: " + ", ".join(f"{n} {c:.2f}" for n, c in cores[-1].items()))
-        return step
+        offer(cluster.base_url, KINDS[kind], offsets(rate, seconds), entry["objective_p95_s"], raw)
+        cores = cores_used(cpu_before, cluster.cpu(), time.monotonic() - began)
+        objective_ms = entry["objective_p95_s"] * 1000
+        steps.append(judge(rate, seconds, raw.rows[before:], objective_ms, args.max_failures))
+        entry["steps"].append({**asdict(steps[-1]), "cores": cores})
+        entry["sustainable_rate"] = sustainable(steps)
+        print(f"  k={k} {kind} {describe(steps[-1])}", flush=True)
+        print("    cores: " + ", ".join(f"{n} {c:.2f}" for n, c in cores.items()))
+        return steps[-1]
 
     try:
-        steps = climb(rates, run_step)
+        climb(rates, run_step)
     finally:
         raw.close()
-    return {
-        "sustainable_rate": sustainable(steps),
-        "objective_p95_s": objective_s,
-        "in_flight_before": left,
-        "steps": [{**asdict(step), "cores": used} for step, used in zip(steps, cores, strict=True)],
-        "raw_csv": str(path.relative_to(ROOT)),
-    }
 
 
 def describe(step: Step) -> str:
@@ -242,6 +277,8 @@ def table(results: dict[int, dict[str, Any]], args: argparse.Namespace) -> str:
         rate = ladder["sustainable_rate"]
         others = [step["cores"]["others"] for step in ladder["steps"]]
         text = "below the first step" if rate is None else f"{rate:.3g}/s"
+        if not others:
+            return "not measured"
         return f"{text} [others {sum(others) / max(1, len(others)):.1f}]"
 
     lines = [
@@ -320,7 +357,8 @@ def run(cluster: Cluster, args: argparse.Namespace, report: dict[str, Any]) -> N
             rates = ladder(start, args.factor, args.max_steps)
             if k > 1:
                 rates = resume_from(rates, report["results"][1][kind]["sustainable_rate"])
-            results[kind] = measure(cluster, k, kind, rates, args)
+            results[kind] = new_entry(k, kind, args)
+            measure(cluster, k, kind, rates, args, results[kind])
 
 
 def main(argv: list[str] | None = None) -> int:
