@@ -26,6 +26,7 @@ import argparse
 import asyncio
 import json
 import random
+import threading
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -281,28 +282,34 @@ async def drive(
         latency_ms = (time.perf_counter() - due) * 1000
         record(_row(arrival, epoch, latency_ms, outcome))
 
-    for arrival in sorted(arrivals, key=lambda a: a.at):
-        due = start + arrival.at
-        if (delay := due - time.perf_counter()) > 0:
-            await asyncio.sleep(delay)
-        if len(in_flight) >= max_in_flight:
-            dropped += 1
-            record(_row(arrival, epoch, 0.0, Outcome(False, "dropped", error="at max in-flight")))
-            continue
-        task = asyncio.create_task(arrive(arrival, due))
-        in_flight[task] = arrival
-        task.add_done_callback(in_flight.pop)
-        peak = max(peak, len(in_flight))
-    if in_flight:
-        await asyncio.wait(list(in_flight), timeout=drain_s)
-    unfinished = [(task, arrival) for task, arrival in in_flight.items() if not task.done()]
-    now = time.perf_counter()
-    for task, arrival in unfinished:
-        task.cancel()
-        late = Outcome(False, "unfinished", error=f"not answered {drain_s:.0f} s after the end")
-        record(_row(arrival, epoch, (now - start - arrival.at) * 1000, late))
-    await asyncio.gather(*(task for task, _ in unfinished), return_exceptions=True)
-    client.close()
+    try:
+        for arrival in sorted(arrivals, key=lambda a: a.at):
+            due = start + arrival.at
+            if (delay := due - time.perf_counter()) > 0:
+                await asyncio.sleep(delay)
+            if len(in_flight) >= max_in_flight:
+                dropped += 1
+                record(
+                    _row(arrival, epoch, 0.0, Outcome(False, "dropped", error="at max in-flight"))
+                )
+                continue
+            task = asyncio.create_task(arrive(arrival, due))
+            in_flight[task] = arrival
+            task.add_done_callback(in_flight.pop)
+            peak = max(peak, len(in_flight))
+        if in_flight:
+            await asyncio.wait(list(in_flight), timeout=drain_s)
+        unfinished = [arrival for task, arrival in in_flight.items() if not task.done()]
+        now = time.perf_counter()
+        for arrival in unfinished:
+            late = Outcome(False, "unfinished", error=f"not answered {drain_s:.0f} s after the end")
+            record(_row(arrival, epoch, (now - start - arrival.at) * 1000, late))
+    finally:  # also when the run itself is cancelled (the caller was interrupted)
+        pending = list(in_flight)
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)
+        client.close()
     return {
         "arrivals": len(arrivals),
         "dropped": dropped,
@@ -315,12 +322,46 @@ async def drive(
 def run(
     base_url: str, arrivals: Sequence[Arrival], record: Callable[[Row], None], **options: Any
 ) -> dict[str, Any]:
-    """`drive` on a new event loop of this thread (uvloop when installed)."""
+    """`drive` on an event loop of its own thread (uvloop when installed) while this thread
+    waits. So a signal handler's exception (Ctrl-C, SIGTERM: `procs.handle_signals`) is
+    raised here, in the caller, and stops the loop: uvloop running in the main thread
+    would report it and carry on."""
+    box: dict[str, Any] = {}
+    ready = threading.Event()
+
+    def loop_thread() -> None:
+        loop = _new_event_loop()
+        task = loop.create_task(drive(base_url, arrivals, record, **options))
+        box.update(loop=loop, task=task)
+        ready.set()
+        try:
+            box["result"] = loop.run_until_complete(task)
+        except BaseException as exc:  # noqa: BLE001 - raised again in the caller's thread
+            box["error"] = exc
+        finally:
+            loop.close()
+
+    thread = threading.Thread(target=loop_thread, name="load-engine", daemon=True)
+    thread.start()
+    try:
+        while thread.is_alive():
+            thread.join(0.25)
+    except BaseException:
+        if ready.wait(5):
+            box["loop"].call_soon_threadsafe(box["task"].cancel)
+        thread.join(10)
+        raise
+    if "error" in box:
+        raise box["error"]
+    return dict(box["result"])
+
+
+def _new_event_loop() -> asyncio.AbstractEventLoop:
     try:
         import uvloop
     except ImportError:
-        return asyncio.run(drive(base_url, arrivals, record, **options))
-    return uvloop.run(drive(base_url, arrivals, record, **options))
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()
 
 
 def summary(rows: Sequence[Row], elapsed_s: float) -> dict[str, Any]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import random
 import threading
-from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -69,8 +68,7 @@ def test_every_arrival_is_sent_while_the_earlier_ones_wait(server):
     url = f"http://127.0.0.1:{server.server_address[1]}"
     arrivals = engine.predictions(workload, engine.steady(20, ARRIVALS / 20), random.Random(0))
     rows: list[Row] = []
-    with ThreadPoolExecutor(1) as pool:  # its own thread: the browser tests keep a loop here
-        info = pool.submit(engine.run, url, arrivals, rows.append, drain_s=30).result()
+    info = engine.run(url, arrivals, rows.append, drain_s=30)
 
     assert info["arrivals"] == ARRIVALS and info["unfinished"] == 0 and info["dropped"] == 0
     assert info["peak_in_flight"] == ARRIVALS

@@ -5,7 +5,6 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
@@ -49,11 +48,7 @@ def test_latency_counts_from_the_scheduled_send_time(slow_server):
     job = engine.one_request("POST", "/", b"{}")
     arrivals = [engine.Arrival(at, "http", "slow", job) for at in engine.steady(20, 0.5)]
     rows: list[Row] = []
-    with ThreadPoolExecutor(1) as pool:  # its own thread: the browser tests keep a loop here
-        future = pool.submit(
-            engine.run, slow_server, arrivals, rows.append, drain_s=10, connections=1
-        )
-        info = future.result()
+    info = engine.run(slow_server, arrivals, rows.append, drain_s=10, connections=1)
     assert info["arrivals"] == 10 and info["dropped"] == 0 and info["unfinished"] == 0
     assert [r.status for r in rows] == ["200"] * 10 and all(r.ok for r in rows)
     latencies = sorted(r.latency_ms for r in rows)
