@@ -42,7 +42,6 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -148,52 +147,25 @@ def ratio(k1: float | None, k2: float | None) -> float | None:
 
 
 class KeptLog(RawLog):
-    """The raw CSV, with the rows also kept for the step's verdict; rows that arrive after
-    it is closed (an interrupted run's last answers) are dropped."""
+    """The raw CSV, with the rows also kept for the step's verdict."""
 
     def __init__(self, path: Path) -> None:
         path.unlink(missing_ok=True)  # this run's rows only
         super().__init__(path)
         self.rows: list[Row] = []
-        self.closed = False
-        self._guard = threading.Lock()
 
     def write(self, row: Row) -> None:
-        with self._guard:
-            if not self.closed:
-                super().write(row)
-                self.rows.append(row)
-
-    def close(self) -> None:
-        with self._guard:
-            self.closed = True
-            super().close()
+        super().write(row)
+        self.rows.append(row)
 
 
 def offer(
     base_url: str, workload: Workload, schedule: list[float], drain_s: float, raw: RawLog
 ) -> dict[str, Any]:
     """The one call into the open-loop engine (its internals are being rewritten): an
-    arrival of the workload at each offset, one raw row each, then at most `drain_s`.
-
-    In a thread, so that Ctrl-C and SIGTERM stop the benchmark at once: the engine's event
-    loop (uvloop) reports an exception a signal handler raises instead of raising it."""
+    arrival of the workload at each offset, one raw row each, then at most `drain_s`."""
     arrivals = engine.predictions(workload, schedule, random.Random(len(schedule)))
-    outcome: list[Any] = []
-
-    def drive() -> None:
-        try:
-            outcome.append(engine.run(base_url, arrivals, raw.write, drain_s=drain_s))
-        except BaseException as exc:  # noqa: BLE001 - raised again in the main thread
-            outcome.append(exc)
-
-    thread = threading.Thread(target=drive, name="open-loop", daemon=True)
-    thread.start()
-    while thread.is_alive():
-        thread.join(0.25)  # the main thread, where the signal handlers run
-    if isinstance(outcome[0], BaseException):
-        raise outcome[0]
-    return dict(outcome[0])
+    return engine.run(base_url, arrivals, raw.write, drain_s=drain_s)
 
 
 def warm_up(cluster: Cluster, k: int, per_host: int = 4) -> dict[str, Any]:

@@ -9,7 +9,6 @@ import pytest
 
 from loadtests.cluster import cores_used, pin_argv
 from loadtests.cluster_bench import (
-    KeptLog,
     Step,
     climb,
     judge,
@@ -150,14 +149,3 @@ def test_the_cores_no_part_of_the_cluster_used_are_counted_as_someone_elses():
     assert used == pytest.approx(
         {"host1": 0.9, "services": 0.4, "load generator": 0.1, "others": 0.4, "machine": 1.8}
     )
-
-
-def test_rows_that_arrive_after_the_raw_log_is_closed_are_dropped(tmp_path):
-    log = KeptLog(tmp_path / "raw.csv")
-    log.write(rows([100.0])[0])
-    log.close()
-
-    log.write(rows([200.0])[0])  # an interrupted run's engine still answering
-
-    assert [row.latency_ms for row in log.rows] == [100.0]
-    assert len((tmp_path / "raw.csv").read_text().splitlines()) == 2  # the header and one row
