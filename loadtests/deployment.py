@@ -85,11 +85,12 @@ def base_env(var_dir: Path, redis_url: str, setup: Setup) -> dict[str, str]:
     return env
 
 
-def migrated_template(workdir: Path, timeout_s: float = 180) -> Path:
-    """Migrate an empty database once; every configuration starts from a copy of it."""
-    var_dir = workdir / "template"
+def migrate(var_dir: Path, database_url: str = "", timeout_s: float = 300) -> None:
+    """Django's migrations, once, on `database_url` (default: a SQLite file in `var_dir`)."""
     var_dir.mkdir(parents=True, exist_ok=True)
     env = base_env(var_dir, "redis://127.0.0.1:1/0", Setup(workers=0))
+    if database_url:
+        env["DATABASE_URL"] = database_url
     subprocess.run(
         [*processes.migrate().argv(), "-v", "0"],
         cwd=ROOT,
@@ -98,6 +99,12 @@ def migrated_template(workdir: Path, timeout_s: float = 180) -> Path:
         timeout=timeout_s,
         stdin=subprocess.DEVNULL,
     )
+
+
+def migrated_template(workdir: Path, timeout_s: float = 180) -> Path:
+    """Migrate an empty database once; every configuration starts from a copy of it."""
+    var_dir = workdir / "template"
+    migrate(var_dir, timeout_s=timeout_s)
     path = var_dir / "db.sqlite3"
     with sqlite3.connect(path) as con:
         con.execute("PRAGMA wal_checkpoint(TRUNCATE)")

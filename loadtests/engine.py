@@ -35,7 +35,15 @@ from urllib.parse import urlsplit
 
 from loadtests import latencies
 from loadtests.rawlog import Row
-from loadtests.workload import PREDICTIONS, Outcome, Workload, parse_mix
+from loadtests.workload import (
+    PREDICTIONS,
+    Outcome,
+    Workload,
+    parse_mix,
+    poll,
+    polled,
+    submitted,
+)
 
 # --- schedules: seconds after the start at which each arrival is sent
 
@@ -192,34 +200,19 @@ def one_request(method: str, path: str, body: bytes = b"") -> Job:
 
 
 def prediction(body: dict[str, Any], max_wait_s: float) -> Job:
-    """POST, then long-poll `?wait=` until the prediction is done or failed (the protocol
-    `workload.submit_and_wait` follows for Locust's users, here without a thread)."""
+    """POST, then long-poll `?wait=` until the prediction is done or failed (the steps of
+    `workload.submit_and_wait`, awaited instead of blocking)."""
 
     async def job(client: Client) -> Outcome:
-        code, answer = await client.json("POST", PREDICTIONS, body)
-        if code == 200:
-            status = str(answer.get("status", ""))
-            return Outcome(
-                status == "done", status, str(answer.get("id", "")), bool(answer.get("cache_hit"))
-            )
-        if code != 202:
-            return Outcome(False, f"http {code}", error=str(answer)[:300])
-        prediction_id = str(answer["id"])
+        first = submitted(*await client.json("POST", PREDICTIONS, body))
+        if isinstance(first, Outcome):
+            return first
         deadline = time.monotonic() + max_wait_s
         while True:
-            wait = max(1, min(30, int(deadline - time.monotonic())))
-            code, answer = await client.json(
-                "GET", f"{PREDICTIONS}{prediction_id}/?wait={wait}", wait_s=wait
-            )
-            status = str(answer.get("status", f"http {code}"))
-            if status == "done":
-                return Outcome(True, status, prediction_id)
-            if status == "failed" or code != 200:
-                return Outcome(False, status, prediction_id, error=str(answer.get("error", answer)))
-            if time.monotonic() >= deadline:
-                return Outcome(
-                    False, "timeout", prediction_id, error=f"not final after {max_wait_s:.0f} s"
-                )
+            path, wait = poll(first, deadline)
+            answer = await client.json("GET", path, wait_s=wait)
+            if (final := polled(*answer, first, deadline, max_wait_s)) is not None:
+                return final
 
     return job
 

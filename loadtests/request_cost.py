@@ -43,7 +43,7 @@ import redis
 import requests
 
 from loadtests import request_cost_postgres as pg_cost
-from loadtests.deployment import Deployment, Setup, migrated_template
+from loadtests.deployment import Deployment, Setup, migrate, migrated_template
 from loadtests.procs import Supervisor, handle_signals
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -259,7 +259,7 @@ def main(argv: list[str] | None = None) -> int:
         with handle_signals():
             if pg:
                 pg_cost.start(pg)
-                pg_cost.migrate(pg, workdir / "template")
+                migrate(workdir / "template", pg.url)
                 template = workdir / "unused.sqlite3"  # Deployment copies one; DATABASE_URL wins
                 template.touch()
             else:

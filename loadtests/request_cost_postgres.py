@@ -35,9 +35,7 @@ from typing import Any
 
 import psycopg
 
-from devstack import processes
 from devstack.postgres import ThrowawayPostgres
-from loadtests.deployment import Setup, base_env
 
 ROOT = Path(__file__).resolve().parent.parent
 DATABASE = "stockserve"  # ThrowawayPostgres.url's database
@@ -180,21 +178,6 @@ def autovacuum(pg: ThrowawayPostgres, on: bool) -> None:
     with psycopg.connect(_url(pg, "postgres"), autocommit=True) as conn:
         conn.execute(f"ALTER SYSTEM SET autovacuum = {'on' if on else 'off'}")
         conn.execute("SELECT pg_reload_conf()")
-
-
-def migrate(pg: ThrowawayPostgres, var_dir: Path, timeout_s: float = 300) -> None:
-    """Django's migrations, once, on the cluster the deployment will use."""
-    var_dir.mkdir(parents=True, exist_ok=True)
-    env = base_env(var_dir, "redis://127.0.0.1:1/0", Setup(workers=0))
-    env["DATABASE_URL"] = pg.url
-    subprocess.run(
-        [*processes.migrate().argv(), "-v", "0"],
-        cwd=ROOT,
-        env=env,
-        check=True,
-        timeout=timeout_s,
-        stdin=subprocess.DEVNULL,
-    )
 
 
 def _url(pg: ThrowawayPostgres, database: str) -> str:

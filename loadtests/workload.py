@@ -78,31 +78,47 @@ class Outcome:
     error: str = ""
 
 
-def submit_and_wait(call: Call, body: dict[str, Any], max_wait_s: float) -> Outcome:
-    """POST, then long-poll `?wait=` until the prediction is done or failed."""
-    code, answer = call("POST", PREDICTIONS, body, PREDICTIONS)
+def submitted(code: int, answer: dict[str, Any]) -> Outcome | str:
+    """The POST's answer: final (answered at once, or refused), or the id to follow."""
     if code == 200:
+        status = str(answer.get("status", ""))
         return Outcome(
-            answer.get("status") == "done",
-            answer.get("status", ""),
-            str(answer.get("id", "")),
-            bool(answer.get("cache_hit")),
+            status == "done", status, str(answer.get("id", "")), bool(answer.get("cache_hit"))
         )
     if code != 202:
         return Outcome(False, f"http {code}", error=str(answer)[:300])
-    prediction_id = str(answer["id"])
+    return str(answer["id"])
+
+
+def poll(prediction_id: str, deadline: float) -> tuple[str, int]:
+    """The next long poll: its path and how long the server may hold it (1-30 s)."""
+    wait = max(1, min(30, int(deadline - time.monotonic())))
+    return f"{PREDICTIONS}{prediction_id}/?wait={wait}", wait
+
+
+def polled(
+    code: int, answer: dict[str, Any], prediction_id: str, deadline: float, max_wait_s: float
+) -> Outcome | None:
+    """A poll's answer: the final outcome, or None to poll again."""
+    status = str(answer.get("status", f"http {code}"))
+    if status == "done":
+        return Outcome(True, status, prediction_id)
+    if status == "failed" or code != 200:
+        return Outcome(False, status, prediction_id, error=str(answer.get("error", answer)))
+    if time.monotonic() >= deadline:
+        return Outcome(False, "timeout", prediction_id, error=f"not final after {max_wait_s:.0f} s")
+    return None
+
+
+def submit_and_wait(call: Call, body: dict[str, Any], max_wait_s: float) -> Outcome:
+    """POST, then long-poll `?wait=` until the prediction is done or failed (Locust's users;
+    the engine's `prediction` job follows the same steps without blocking)."""
+    first = submitted(*call("POST", PREDICTIONS, body, PREDICTIONS))
+    if isinstance(first, Outcome):
+        return first
     deadline = time.monotonic() + max_wait_s
     while True:
-        wait = max(1, min(30, int(deadline - time.monotonic())))
-        code, answer = call(
-            "GET", f"{PREDICTIONS}{prediction_id}/?wait={wait}", None, f"{PREDICTIONS}[id]/?wait"
-        )
-        status = answer.get("status", f"http {code}")
-        if status == "done":
-            return Outcome(True, status, prediction_id)
-        if status == "failed" or code != 200:
-            return Outcome(False, status, prediction_id, error=str(answer.get("error", answer)))
-        if time.monotonic() >= deadline:
-            return Outcome(
-                False, "timeout", prediction_id, error=f"not final after {max_wait_s:.0f} s"
-            )
+        path, _ = poll(first, deadline)
+        answer = call("GET", path, None, f"{PREDICTIONS}[id]/?wait")
+        if (final := polled(*answer, first, deadline, max_wait_s)) is not None:
+            return final
