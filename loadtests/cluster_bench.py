@@ -14,8 +14,8 @@ within the objective and at most 5 % failed (the StockservePredictionErrors aler
 share); the ladder stops after the first step that fails, and the sustainable rate is the
 highest step passed (a lower bound if the ladder's top passed), read to one step. One
 stack serves both k: host2 is provisioned after k = 1 is measured (provisioning is the
-slow part, and adding a host to a running cluster is what is measured), and each new host
-first answers a few unmeasured cold predictions (its start-up); k = 2's ladder starts one
+slow part, and adding a host to a running cluster is what is measured), and each ladder
+starts with a few unmeasured predictions of its kind (start-up); k = 2's ladder starts one
 step below k = 1's sustainable rate. Every step also says how many cores each part used,
 and how many the rest of the (shared) machine took.
 
@@ -168,19 +168,20 @@ def offer(
     return engine.run(base_url, arrivals, raw.write, drain_s=drain_s)
 
 
-def warm_up(cluster: Cluster, k: int, per_host: int = 4) -> dict[str, Any]:
-    """Unmeasured cold predictions at once, `per_host` for each host: a fresh host's first
-    ones store price data and first model generations, which is start-up, not throughput
-    (as the experiment's and step-load's warm-ups)."""
-    raw = KeptLog(RAW_DIR / f"k{k}-warm-up.csv")
+def warm_up(cluster: Cluster, k: int, kind: str, per_host: int = 4) -> dict[str, Any]:
+    """Unmeasured predictions of the ladder's kind at once, `per_host` for each host: a new
+    host's first ones store price data and model generations, the first warm ones read
+    what cold ones stored. That is start-up, not throughput (as the experiment's and
+    step-load's warm-ups), and k = 2's ladders would otherwise find it done for them."""
+    raw = KeptLog(RAW_DIR / f"k{k}-{kind}-warm-up.csv")
     began = time.monotonic()
     try:
-        offer(cluster.base_url, KINDS["cold"], [0.0] * per_host * k, 120.0, raw)
+        offer(cluster.base_url, KINDS[kind], [0.0] * per_host * k, 120.0, raw)
     finally:
         raw.close()
     done = sum(row.ok for row in raw.rows)
     seconds = round(time.monotonic() - began, 1)
-    print(f"  warm-up: {done} of {len(raw.rows)} unmeasured cold predictions in {seconds} s")
+    print(f"  warm-up: {done} of {len(raw.rows)} unmeasured {kind} predictions in {seconds} s")
     return {"predictions": len(raw.rows), "answered": done, "seconds": seconds}
 
 
@@ -205,6 +206,7 @@ def measure(
     entry["in_flight_before"] = left = cluster.settle(args.settle)
     if left:
         print(f"  {left} pipelines of the previous load still in flight after {args.settle} s")
+    entry["warm_up"] = warm_up(cluster, k, kind)
     raw = KeptLog(ROOT / entry["raw_csv"])
     steps: list[Step] = []
 
@@ -326,7 +328,6 @@ def run(cluster: Cluster, args: argparse.Namespace, report: dict[str, Any]) -> N
         report["pinned"][name] = {"core": core, "processes": {str(p): n for p, n in procs.items()}}
         listed = ", ".join(f"{n} {pid}" for pid, n in procs.items())
         print(f"{name} pinned to core {core} (taskset -a): {listed}")
-        report["warm_up"][name] = warm_up(cluster, k)
         results = report["results"][k] = {}
         for kind in KINDS:
             for host in cluster.added:  # what forked since is still on its core
@@ -354,7 +355,6 @@ def main(argv: list[str] | None = None) -> int:
         "settings": vars(args),
         "not_pinned": ["web (gunicorn)", "redis", "postgresql", "load generator"],
         "pinned": {},
-        "warm_up": {},
         "results": {},
         "stopped": "",
     }
