@@ -91,7 +91,7 @@ bench-api: setup wrk  ## the serving hot path against a bare Django view and a b
 step-load: setup  ## low, high, low arrivals with autoscaling off and on: p95, queue wait, worker-seconds
 	$(PY) -m loadtests.step_load $(STEP_LOAD_ARGS)
 
-request-cost: setup  ## what one cached, warm and cold request costs Redis and the database; Redis's capacity for them
+request-cost: setup postgres  ## what one cached, warm and cold request costs Redis and the database (--database postgres: PostgreSQL)
 	$(PY) -m loadtests.request_cost $(REQUEST_COST_ARGS)
 
 cluster-bench: setup test-hosts postgres  ## cold and warm predictions/s that 1 and 2 worker hosts (namespaces, a core each) sustain
