@@ -14,12 +14,11 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
-import shutil
 import subprocess
 import sys
 import sysconfig
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 
 import redis
@@ -30,14 +29,13 @@ from devstack import processes
 from devstack.postgres import ThrowawayPostgres
 from devstack.redis import EmbeddedRedis, free_port
 from devstack.testhosts import NETWORK, TestHost, TestNetwork, namespace_pids
-from loadtests.deployment import ROOT, Setup, base_env
+from loadtests.cpu import cpu_seconds, descendants, machine_busy_seconds, process_name
+from loadtests.deployment import ROOT, Setup, base_env, migrate
 from loadtests.procs import Supervisor
+from provisioning.bundle import snapshot
 
 QUEUES = "io,cpu,scoring"
-TICK = os.sysconf("SC_CLK_TCK")
 IN_FLIGHT_KEY = "stockserve:inflight"  # predictions.admission.IN_FLIGHT_KEY (no Django here)
-SOURCE = ("manage.py", "requirements.txt", "config", "devstack", "predictions", "workers",
-          "api", "provisioning", "webui")  # fmt: skip  # provisioning.bundle.INCLUDE
 # One client sends every arrival: admission control would refuse beyond one client's share
 # of a bound sized by the pool, and the run would measure that instead of the hosts.
 WEB_ENV = {
@@ -52,44 +50,6 @@ def pin_argv(core: int, pid: int) -> list[str]:
     return ["taskset", "-a", "-cp", str(core), str(pid)]
 
 
-def _stat(pid: int) -> list[str]:
-    """/proc/PID/stat's fields after the command name (the state is the first)."""
-    return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-
-
-def cpu_seconds(pids: Iterable[int]) -> float:
-    """CPU time of these processes and of the children they reaped."""
-    ticks = 0
-    for pid in pids:
-        with contextlib.suppress(OSError):
-            ticks += sum(int(field) for field in _stat(pid)[11:15])  # u, s, cu, cs time
-    return ticks / TICK
-
-
-def descendants(roots: Iterable[int]) -> set[int]:
-    """These processes and every process below them."""
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError):
-                children.setdefault(int(_stat(int(entry.name))[1]), []).append(int(entry.name))
-    found, todo = set(), list(roots)
-    while todo:
-        pid = todo.pop()
-        if pid not in found:
-            found.add(pid)
-            todo += children.get(pid, [])
-    return found
-
-
-def machine_busy_seconds() -> float:
-    """CPU time every core spent on anything but idling, since boot."""
-    user, nice, system, _idle, _iowait, irq, softirq, steal = map(
-        int, Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]
-    )
-    return (user + nice + system + irq + softirq + steal) / TICK
-
-
 def cores_used(
     before: dict[str, float], after: dict[str, float], seconds: float
 ) -> dict[str, float]:
@@ -97,12 +57,6 @@ def cores_used(
     used = {name: (after[name] - before[name]) / seconds for name in after}
     machine = used.pop("machine")
     return {**used, "others": max(0.0, machine - sum(used.values())), "machine": machine}
-
-
-def process_name(pid: int) -> str:
-    with contextlib.suppress(OSError):
-        return Path(f"/proc/{pid}/comm").read_text().strip()
-    return "?"
 
 
 class Cluster:
@@ -135,12 +89,8 @@ class Cluster:
         setup = Setup(workers=0, models=self.models, extra_env=WEB_ENV)
         self.env = base_env(self.workdir / "var", self.redis.url, setup)
         self.env["DATABASE_URL"] = self.postgres.url
-        (self.workdir / "var").mkdir(parents=True, exist_ok=True)
         self.say("migrating PostgreSQL")
-        subprocess.run(
-            [*processes.migrate().argv(), "-v", "0"], cwd=ROOT, env=self.env, check=True,
-            timeout=300, stdin=subprocess.DEVNULL,
-        )  # fmt: skip
+        migrate(self.workdir / "var", self.postgres.url)
         port = free_port()
         self.base_url = f"http://127.0.0.1:{port}"
         web = processes.web(f"127.0.0.1:{port}", workers=2, threads=32)
@@ -183,14 +133,7 @@ class Cluster:
             for host in self.net.hosts.values()
         }
         self.inventory = self.net.inventory(host_vars, own_vars=own)
-        source = self.workdir / "src"  # frozen: edits to the tree during the run stay out
-        source.mkdir()
-        for name in SOURCE:
-            if (ROOT / name).is_dir():
-                ignore = shutil.ignore_patterns("__pycache__")
-                shutil.copytree(ROOT / name, source / name, ignore=ignore)
-            else:
-                shutil.copy2(ROOT / name, source / name)
+        source = snapshot(ROOT, self.workdir / "src")
         worker_env = {k: self.env[k] for k in ("PRICE_PROVIDERS", "MENTION_PROVIDERS",
                       "PREDICTION_MODELS", "DEFAULT_STRATEGY", "PREDICTION_TIMEOUT",
                       "PRECOMPUTE_SYMBOLS", "LOG_LEVEL", "TF_CPP_MIN_LOG_LEVEL")}  # fmt: skip

@@ -89,39 +89,35 @@ MODEL_COLORS = ["#1f77b4", "#ff7f0e", "#d62728", "#17becf", "#bcbd22"]
 
 
 def experiment_table(configs: list[dict[str, Any]]) -> str:
-    head = (
-        "| configuration | strategy | workers × conc. | ok | errors | p50 ms | p95 ms | p99 ms "
-        "| throughput /s | model time ms | slowest stage p50 ms | load avg |\n"
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n"
-    )
-    lines = []
+    header = ["configuration", "strategy", "workers × conc.", "ok", "errors", "p50 ms",
+              "p95 ms", "p99 ms", "throughput /s", "model time ms", "slowest stage p50 ms",
+              "load avg"]  # fmt: skip
+    rows = []
     for c in configs:
         client, server = c["client"], c["server"]
-        lines.append(
-            f"| {c['label']} | {c['strategy']} | {c['workers']} × {c['concurrency']} "
-            f"| {client['count']} | {client['errors']} | {fmt(client['p50_ms'])} "
-            f"| {fmt(client['p95_ms'])} | {fmt(client['p99_ms'])} "
-            f"| {fmt(client['throughput_rps'], 3)} | {fmt(server['model_ms_mean'])} "
-            f"| {fmt(server['slowest_stage_p50_ms'])} | {fmt(c.get('load_average'), 1)} |"
-        )
-    return head + "\n".join(lines) + "\n"
+        rows.append([
+            c["label"], c["strategy"], f"{c['workers']} × {c['concurrency']}", client["count"],
+            client["errors"], fmt(client["p50_ms"]), fmt(client["p95_ms"]),
+            fmt(client["p99_ms"]), fmt(client["throughput_rps"], 3),
+            fmt(server["model_ms_mean"]), fmt(server["slowest_stage_p50_ms"]),
+            fmt(c.get("load_average"), 1),
+        ])  # fmt: skip
+    return table(header, rows)
 
 
 def stage_table(configs: list[dict[str, Any]]) -> str:
     names = sorted({n for c in configs for n in c["server"]["stage_mean_ms"]})
-    head = "| configuration | " + " | ".join(names)
-    head += " | ensemble MASE | deep models ran | results say emulated |\n"
-    head += "| --- " * (len(names) + 4) + "|\n"
+    header = ["configuration", *names, "ensemble MASE", "deep models ran", "results say emulated"]
     rows = []
     for c in configs:
-        means = c["server"]["stage_mean_ms"]
-        cells = " | ".join(fmt(means.get(n)) for n in names)
-        rate = c["server"]["escalation_rate"]
-        escalated = "–" if rate is None else f"{rate:.0%}"
-        mase = fmt(c["server"]["ensemble_mase_mean"], 3)
-        emulated = "yes" if c["server"]["emulated_latency"] else "no"
-        rows.append(f"| {c['label']} | {cells} | {mase} | {escalated} | {emulated} |")
-    return head + "\n".join(rows) + "\n"
+        server = c["server"]
+        rate = server["escalation_rate"]
+        rows.append([
+            c["label"], *(fmt(server["stage_mean_ms"].get(n)) for n in names),
+            fmt(server["ensemble_mase_mean"], 3), "–" if rate is None else f"{rate:.0%}",
+            "yes" if server["emulated_latency"] else "no",
+        ])  # fmt: skip
+    return table(header, rows)
 
 
 def latency_chart(configs: list[dict[str, Any]], path: Path) -> None:
@@ -333,23 +329,22 @@ def step_load_figure(path: Path, run: dict[str, Any], results: list[dict[str, An
 
 
 def step_load_table(results: list[dict[str, Any]]) -> str:
-    lines = [
-        "| deployment | answered | errors | p50 latency | p95 latency | first task's io queue wait "
-        "p50 / p95 / max | waits over the target | io process-seconds | io worker-seconds | "
-        "all worker-seconds | peak io workers / processes |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
-    ]
+    header = ["deployment", "answered", "errors", "p50 latency", "p95 latency",
+              "first task's io queue wait p50 / p95 / max", "waits over the target",
+              "io process-seconds", "io worker-seconds", "all worker-seconds",
+              "peak io workers / processes"]  # fmt: skip
+    rows = []
     for r in results:
         c, w = r["client"], r["first_task_wait_s"]
-        lines.append(
-            f"| {r['mode']} | {c['count']} | {c['errors']} | {fmt(c['p50_ms'], 0, ' ms')} | "
-            f"{fmt(c['p95_ms'], 0, ' ms')} | {fmt(w['p50'], 2)} / {fmt(w['p95'], 2)} / "
-            f"{fmt(w['max'], 2, ' s')} | {w['over_target']} of {w['count']} | "
-            f"{r['io_process_seconds']:,.0f} | {r['io_worker_seconds']:,.0f} | "
-            f"{r['worker_seconds']:,.0f} | {r['peak_io_workers']:.0f} / "
-            f"{r['peak_io_processes']:.0f} |"
-        )
-    return "\n".join(lines)
+        rows.append([
+            r["mode"], c["count"], c["errors"], fmt(c["p50_ms"], 0, " ms"),
+            fmt(c["p95_ms"], 0, " ms"),
+            f"{fmt(w['p50'], 2)} / {fmt(w['p95'], 2)} / {fmt(w['max'], 2, ' s')}",
+            f"{w['over_target']} of {w['count']}", fmt(r["io_process_seconds"]),
+            fmt(r["io_worker_seconds"]), fmt(r["worker_seconds"]),
+            f"{r['peak_io_workers']:.0f} / {r['peak_io_processes']:.0f}",
+        ])  # fmt: skip
+    return table(header, rows)
 
 
 def comparison(results: list[dict[str, Any]]) -> list[str]:

@@ -36,6 +36,7 @@ from typing import Any
 import psycopg
 
 from devstack.postgres import ThrowawayPostgres
+from loadtests.cpu import parents, read_stat, stat_cpu_seconds
 
 ROOT = Path(__file__).resolve().parent.parent
 DATABASE = "stockserve"  # ThrowawayPostgres.url's database
@@ -138,17 +139,6 @@ def by_kind(statements: list[Statement]) -> dict[str, float]:
     return out
 
 
-def cpu_seconds(stat: str, tick: int) -> float:
-    """utime+stime+cutime+cstime from a /proc/<pid>/stat line: the process and the
-    children it has reaped (the postmaster reaps every backend that exits)."""
-    fields = stat.rsplit(")", 1)[1].split()
-    return sum(int(fields[i]) for i in (11, 12, 13, 14)) / tick
-
-
-def parent_pid(stat: str) -> int:
-    return int(stat.rsplit(")", 1)[1].split()[1])
-
-
 def pgbench_tps(output: str) -> float:
     """The rate from pgbench's summary (`tps = 123.4 (without initial connection time)`)."""
     for line in output.splitlines():
@@ -184,20 +174,11 @@ def _url(pg: ThrowawayPostgres, database: str) -> str:
     return pg.url.rsplit("/", 1)[0] + "/" + database
 
 
-def _proc_stat(pid: int | str) -> str | None:
-    try:
-        return Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None  # gone meanwhile
-
-
 def _children(postmaster: int, leave_out: set[int]) -> dict[int, str]:
     stats = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit() and int(entry.name) not in leave_out:
-            stat = _proc_stat(entry.name)
-            if stat is not None and parent_pid(stat) == postmaster:
-                stats[int(entry.name)] = stat
+    for pid in set(parents().get(postmaster, [])) - leave_out:
+        if (stat := read_stat(pid)) is not None:
+            stats[pid] = stat
     return stats
 
 
@@ -205,17 +186,16 @@ def server_cpu_seconds(postmaster: int, leave_out: set[int]) -> float:
     """CPU seconds of the postmaster and every child of it except `leave_out`. Read again
     while children come and go: one reaped between the two reads would count in neither
     (or in both)."""
-    tick = os.sysconf("SC_CLK_TCK")
     for _ in range(50):
         first = _children(postmaster, leave_out)
-        own = _proc_stat(postmaster) or ""
+        own = read_stat(postmaster) or ""
         second = _children(postmaster, leave_out)
         if first.keys() == second.keys():
             break
         time.sleep(0.1)
     if not own:
         raise RuntimeError("the postmaster is gone")
-    return cpu_seconds(own, tick) + sum(cpu_seconds(stat, tick) for stat in second.values())
+    return stat_cpu_seconds(own) + sum(stat_cpu_seconds(stat) for stat in second.values())
 
 
 class Meter:

@@ -15,6 +15,7 @@ import hashlib
 import io
 import json
 import os
+import shutil
 import sys
 import tarfile
 import tempfile
@@ -53,6 +54,15 @@ def source_files(root: Path) -> list[Path]:
                     continue
                 files.append((Path(dirpath) / filename).relative_to(root))
     return sorted(files)
+
+
+def snapshot(root: Path, dest: Path) -> Path:
+    """A frozen copy of what ships, as a release checkout would be: edits made to `root`
+    while the copy is in use (a test, a benchmark) do not become a new release."""
+    for rel in source_files(root):
+        (dest / rel).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(root / rel, dest / rel)
+    return dest
 
 
 def content_version(root: Path, files: list[Path]) -> str:

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import pytest
 
+from loadtests.cpu import stat_cpu_seconds
 from loadtests.request_cost_postgres import (
     Source,
     Statement,
     by_kind,
     cold_script,
-    cpu_seconds,
     kind,
     per_request,
     pgbench_tps,
@@ -94,7 +94,7 @@ def test_cpu_counts_the_process_and_its_reaped_children_even_with_spaces_in_its_
     stat = "4242 (postgres: postgres stockserve 127.0.0.1(5) idle) S 1 4242 4242 0 -1 " + " ".join(
         ["4194560", "10", "0", "0", "0", "150", "50", "30", "20"] + ["0"] * 30
     )
-    assert cpu_seconds(stat, 100) == pytest.approx(2.5)  # (150 + 50 + 30 + 20) ticks
+    assert stat_cpu_seconds(stat, 100) == pytest.approx(2.5)  # (150 + 50 + 30 + 20) ticks
 
 
 def test_pgbench_s_rate_is_read_from_its_summary():

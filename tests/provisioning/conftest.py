@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import io
 import secrets
-import shutil
 import socket
 import sys
 import sysconfig
@@ -25,7 +24,7 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import connections
 
-from provisioning.bundle import INCLUDE
+from provisioning.bundle import snapshot
 from provisioning.models import ProvisioningRun
 from tests.support.processes import ROOT, database_url_for_workers
 from tests.support.testhosts import TestNetwork, unavailable_reason
@@ -75,19 +74,6 @@ class Cluster:
         return {w["hostname"]: w for w in presence.alive_workers()}
 
 
-def _snapshot_source(dest: Path) -> Path:
-    """A frozen copy of the code, as a release checkout would be: edits made to the working
-    tree while the test runs must not turn the idempotence check into a new release."""
-    dest.mkdir(parents=True)
-    for name in INCLUDE:
-        src = ROOT / name
-        if src.is_dir():
-            shutil.copytree(src, dest / name, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy2(src, dest / name)
-    return dest
-
-
 def _listen_on(address: str) -> tuple[object, str]:
     from predictions.redis_client import get_redis
 
@@ -120,7 +106,7 @@ def cluster(django_db_setup: None, django_db_blocker: object) -> Iterator[Cluste
         redis, bind_before = _listen_on(net.broker_address)
         paused = _pause_other_workers(app)
         port = redis.connection_pool.connection_kwargs["port"]
-        source = _snapshot_source(net.root / "src")
+        source = snapshot(ROOT, net.root / "src")
         # Test hosts build their virtualenv from this interpreter and layer this venv's
         # site-packages under it: pip checks every pin for real, installs nothing, no index.
         host_vars = {
