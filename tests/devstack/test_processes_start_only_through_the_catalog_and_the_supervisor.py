@@ -41,6 +41,5 @@ def test_only_the_supervisor_starts_the_projects_long_running_processes():
         str(p.relative_to(ROOT))
         for p in application
         if "subprocess.Popen(" in p.read_text(encoding="utf-8")
-        and p.name != "testhosts.py"  # sshd inside a network namespace, not the project's
     ]
     assert offenders == []
