@@ -30,12 +30,16 @@ run: setup  ## start Redis (unless REDIS_URL is set), web, workers, beat; Ctrl-C
 POSTGRES_TESTS := tests/api tests/market tests/workers tests/webui \
 	tests/integration/test_model_registry.py tests/integration/test_identical_requests_elect_one_leader.py \
 	tests/integration/test_lost_requests.py tests/integration/test_prediction_end_to_end.py
+# Each test file runs whole in one of TEST_PROCESSES pytest-xdist processes; every process
+# starts its own Redis, database and Celery worker, so they share nothing but the machine.
+TEST_PROCESSES ?= 2
+PARALLEL := -n $(TEST_PROCESSES) --dist loadfile
 test: setup browser test-hosts postgres promtool check  ## every test (SQLite), then the database-heavy ones on PostgreSQL
-	$(PY) -m pytest
-	TEST_DATABASE=postgres $(PY) -m pytest -m "not browser" $(POSTGRES_TESTS)
+	$(PY) -m pytest $(PARALLEL)
+	TEST_DATABASE=postgres $(PY) -m pytest $(PARALLEL) -m "not browser" $(POSTGRES_TESTS)
 
 test-fast: setup  ## the tests without a browser, worker processes or test hosts (under 2 minutes)
-	$(PY) -m pytest -m "not browser and not integration" \
+	$(PY) -m pytest $(PARALLEL) -m "not browser and not integration" \
 		--ignore=tests/provisioning/test_provisioning_on_test_hosts.py
 
 check: lint types imports migrations-check lint-playbooks  ## every static check test runs first

@@ -7,12 +7,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from tests.support.loadtests import alive, pids_in
+from tests.support.waiting import eventually
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -33,11 +33,8 @@ def every_pid(pid_log: Path) -> list[int]:
     return pids_in(pid_log) + pids_in(Path(f"{pid_log}.grandchildren"))
 
 
-def wait_gone(pids: list[int], timeout: float = 15) -> list[int]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and any(alive(p) for p in pids):
-        time.sleep(0.1)
-    return [p for p in pids if alive(p)]
+def wait_gone(pids: list[int], timeout: float = 15) -> None:
+    eventually(lambda: not any(alive(p) for p in pids), timeout, f"every one of {pids} exiting")
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
@@ -49,14 +46,14 @@ def test_a_signal_stops_every_process(tmp_path, sig):
     proc.send_signal(sig)
 
     assert proc.wait(timeout=30) == 130
-    assert wait_gone(pids) == []
+    wait_gone(pids)
 
 
 def test_a_failure_stops_every_process(tmp_path):
     proc, pid_log = start_script(tmp_path, "fail")
     pids = every_pid(pid_log)
     assert proc.wait(timeout=30) == 1
-    assert wait_gone(pids) == []
+    wait_gone(pids)
 
 
 def test_children_stop_even_when_the_runner_is_killed(tmp_path):
@@ -65,7 +62,7 @@ def test_children_stop_even_when_the_runner_is_killed(tmp_path):
     proc.kill()  # no chance to clean up: the kernel sends SIGTERM (PR_SET_PDEATHSIG)
     proc.wait(timeout=10)
     sleeper = direct_children[0]
-    assert wait_gone([sleeper]) == []
+    wait_gone([sleeper])
     # The SIGTERM-ignoring forker and its child survive a hard kill; clean them up here.
     for pid in every_pid(pid_log)[1:]:
         if alive(pid):

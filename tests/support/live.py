@@ -11,7 +11,6 @@ import asyncio
 import os
 import socket
 import subprocess
-import time
 from collections.abc import Awaitable, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
@@ -29,6 +28,7 @@ from devstack.supervisor import spawn
 from predictions.progress import EVENTS_CHANNEL
 from predictions.redis_client import get_redis
 from tests.support.processes import ROOT, database_url_for_workers, stop_process
+from tests.support.waiting import eventually
 
 STAFF_PASSWORD = "correct-horse-battery"
 LIVE_LOG = ROOT / "var" / f"test-live-{os.getpid()}.log"
@@ -85,14 +85,12 @@ def login_in_browser(tab: Any, base_url: str, username: str, next_path: str) -> 
 def _wait_until(
     check: Any, procs: list[subprocess.Popen[bytes]], timeout: float, what: str
 ) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def ready() -> bool:
         if any(proc.poll() is not None for proc in procs):
             raise RuntimeError(f"{what}: a process exited early; see {LIVE_LOG}")
-        if check():
-            return
-        time.sleep(0.1)
-    raise RuntimeError(f"{what} did not happen within {timeout} s; see {LIVE_LOG}")
+        return bool(check())
+
+    eventually(ready, timeout, f"{what} (see {LIVE_LOG})", 0.1)
 
 
 def _accepts(port: int) -> bool:

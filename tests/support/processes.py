@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
 from pathlib import Path
 
 from django.db import connection
 
 from devstack import processes
 from devstack.supervisor import spawn, stop_group
+from tests.support.waiting import eventually
 from workers import presence
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -31,15 +31,15 @@ def database_url_for_workers() -> str:
 
 
 def wait_for_worker(hostname_prefix: str, proc: subprocess.Popen[bytes], timeout: float) -> str:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    """The full hostname of the worker once its heartbeat names it."""
+
+    def announced() -> str | None:
         if proc.poll() is not None:
             raise RuntimeError(f"worker exited early; see {WORKER_LOG}")
-        for worker in presence.alive_workers():
-            if worker["hostname"].startswith(hostname_prefix):
-                return worker["hostname"]
-        time.sleep(0.25)
-    raise RuntimeError(f"worker {hostname_prefix} did not come up in {timeout} s; see {WORKER_LOG}")
+        names = (w["hostname"] for w in presence.alive_workers())
+        return next((name for name in names if name.startswith(hostname_prefix)), None)
+
+    return eventually(announced, timeout, f"worker {hostname_prefix} starting", 0.25)
 
 
 def start_worker_process(
