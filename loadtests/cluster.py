@@ -212,6 +212,11 @@ class Cluster:
         used["machine"] = machine_busy_seconds()
         return used
 
+    @property
+    def database_url(self) -> str:
+        assert self.postgres is not None
+        return self.postgres.url
+
     def in_flight(self) -> int:
         """Pipelines admitted and not finished (the admission set's live members)."""
         assert self.redis is not None

@@ -49,7 +49,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from loadtests import engine
+from loadtests import engine, slow_predictions
 from loadtests.cluster import QUEUES, Cluster, cores_used
 from loadtests.deployment import ROOT
 from loadtests.latencies import percentile
@@ -217,10 +217,14 @@ def measure(
         cores = cores_used(cpu_before, cluster.cpu(), time.monotonic() - began)
         objective_ms = entry["objective_p95_s"] * 1000
         steps.append(judge(rate, seconds, raw.rows[before:], objective_ms, args.max_failures))
-        entry["steps"].append({**asdict(steps[-1]), "cores": cores})
+        slow = slow_predictions.explain(cluster.database_url, raw.rows[before:], objective_ms)
+        entry["steps"].append({**asdict(steps[-1]), "cores": cores, "slowest": slow})
         entry["sustainable_rate"] = sustainable(steps)
         print(f"  k={k} {kind} {describe(steps[-1])}", flush=True)
         print("    cores: " + ", ".join(f"{n} {c:.2f}" for n, c in cores.items()))
+        if slow:
+            worst = slow_predictions.describe(slow[0])
+            print(f"    above the objective, the slowest: {worst}")
         return steps[-1]
 
     try:
