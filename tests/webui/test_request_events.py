@@ -30,9 +30,13 @@ class Listener:
         self.pubsub.get_message(timeout=1)  # the subscription confirmation
 
     def collect(self) -> list[dict]:
+        """The request events published so far (the suite's worker, running other tests'
+        leftovers, may publish stage and market events on the same channel meanwhile)."""
         seen = []
         while (message := self.pubsub.get_message(timeout=0.2)) is not None:
-            seen.append(json.loads(message["data"]))
+            event = json.loads(message["data"])
+            if event.get("kind") == "request":
+                seen.append(event)
         return seen
 
 
