@@ -42,6 +42,10 @@ WEB_ENV = {
     "ADMISSION_MAX_IN_FLIGHT": "1000",
     "ADMISSION_CLIENT_SHARE": "1",
     "PREDICTION_MAX_WAITERS": "1000",  # every arrival long-polls `?wait=` at once
+    # A cold prediction (`warm_start: false`) must train every model. With shadow
+    # generations on, the serving generation answers it as it is and at most one shadow per
+    # model is trained, so after the first few "cold" predictions nothing trains at all.
+    "REGISTRY_SHADOW": "false",
 }
 
 
@@ -136,7 +140,8 @@ class Cluster:
         source = snapshot(ROOT, self.workdir / "src")
         worker_env = {k: self.env[k] for k in ("PRICE_PROVIDERS", "MENTION_PROVIDERS",
                       "PREDICTION_MODELS", "DEFAULT_STRATEGY", "PREDICTION_TIMEOUT",
-                      "PRECOMPUTE_SYMBOLS", "LOG_LEVEL", "TF_CPP_MIN_LOG_LEVEL")}  # fmt: skip
+                      "PRECOMPUTE_SYMBOLS", "LOG_LEVEL", "TF_CPP_MIN_LOG_LEVEL",
+                      "REGISTRY_SHADOW")}  # fmt: skip
         self.secrets = self.workdir / "secrets.yml"
         self.secrets.touch(mode=0o600)
         self.secrets.write_text(

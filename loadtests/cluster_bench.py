@@ -49,6 +49,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import psycopg
+
 from loadtests import engine, slow_predictions
 from loadtests.cluster import QUEUES, Cluster, cores_used
 from loadtests.deployment import ROOT
@@ -64,6 +66,13 @@ KINDS = {
     "cold": Workload(cold=True, warm_models=False),  # every model trained
     "warm": Workload(cold=True, warm_models=True),  # fresh pipeline, stored runs reused
 }
+
+
+TRAINED_QUERY = (
+    "SELECT count(*) FILTER (WHERE (m->>'trained')::boolean), count(*) "
+    "FROM predictions_predictionrequest, jsonb_array_elements(result::jsonb->'models') m "
+    "WHERE id = ANY(%s::uuid[])"
+)
 
 
 def ladder(start: float, factor: float, steps: int) -> list[float]:
@@ -232,6 +241,19 @@ def measure(
     finally:
         raw.close()
     entry["top_reached"] = bool(steps) and steps[-1].passed  # the rate is a lower bound
+    entry["model_runs_trained"] = trained_share(cluster.database_url, raw.rows)
+    print(f"  k={k} {kind}: {entry['model_runs_trained']:.0%} of the model runs trained a model")
+
+
+def trained_share(database_url: str, rows: Sequence[Row]) -> float:
+    """The share of the answered predictions' model runs that trained (cold: all, warm:
+    none), so a report shows that its kinds of prediction did what their names say."""
+    ids = [row.prediction_id for row in rows if row.ok and row.prediction_id]
+    if not ids:
+        return 0.0
+    with psycopg.connect(database_url, connect_timeout=5) as conn:
+        trained, runs = conn.execute(TRAINED_QUERY, (ids,)).fetchone() or (0, 0)
+    return trained / runs if runs else 0.0
 
 
 def describe(step: Step) -> str:
