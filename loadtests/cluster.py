@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import shutil
 import subprocess
 import sys
 import sysconfig
@@ -67,9 +68,15 @@ class Cluster:
     """Start with `start()`, add hosts with `add_host()`, always end with `close()`."""
 
     def __init__(
-        self, workdir: Path, models: tuple[str, ...], names: list[str], say: Callable[[str], None]
+        self,
+        workdir: Path,
+        models: tuple[str, ...],
+        names: list[str],
+        say: Callable[[str], None],
+        worker_loglevel: str = "WARNING",
     ) -> None:
         self.workdir, self.models, self.say = workdir, models, say
+        self.worker_loglevel = worker_loglevel  # INFO: a line per task received and done
         self.sup = Supervisor(pid_log=workdir / "pids.log", grace_s=10)
         self.net = TestNetwork(names, root=workdir / "hosts")
         self.postgres: ThrowawayPostgres | None = None
@@ -125,7 +132,7 @@ class Cluster:
             "common_venv_base_site_packages": sysconfig.get_paths()["purelib"],
             "common_pip_extra_args": "--no-index",
             "worker_gpu": "off",
-            "worker_loglevel": "WARNING",
+            "worker_loglevel": self.worker_loglevel,
         }
         own: dict[str, dict[str, object]] = {
             host.name: {
@@ -236,6 +243,13 @@ class Cluster:
             self.sup.check_alive()
             time.sleep(0.5)
         return left
+
+    def keep_logs(self, into: Path) -> None:
+        """The web tier's, the provisioning runs' and every host's worker logs, copied."""
+        into.mkdir(parents=True, exist_ok=True)
+        for log in [*(self.workdir / "logs").glob("*.log"),
+                    *(self.workdir / "hosts").glob("*/log/*.log")]:  # fmt: skip
+            shutil.copy(log, into / log.name)
 
     def close(self) -> None:
         """Hosts first (their workers), then web, PostgreSQL and Redis; each step runs even

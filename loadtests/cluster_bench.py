@@ -61,6 +61,7 @@ from loadtests.workload import Workload
 
 REPORT = ROOT / "loadtests" / "reports" / "cluster-bench.json"
 RAW_DIR = ROOT / "loadtests" / "reports" / "cluster-bench"
+LOGS_DIR = RAW_DIR / "logs"
 GOAL = 1.8  # k = 2 over k = 1 (docs/scaling.md)
 KINDS = {
     "cold": Workload(cold=True, warm_models=False),  # every model trained
@@ -309,6 +310,10 @@ def table(results: dict[int, dict[str, Any]], args: argparse.Namespace) -> str:
     return "\n".join(lines)
 
 
+def say(text: str) -> None:
+    print(text, flush=True)
+
+
 def commit() -> str:
     def git(*argv: str) -> str:
         return subprocess.run(["git", *argv], cwd=ROOT, capture_output=True, text=True).stdout
@@ -334,6 +339,9 @@ def parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--max-steps", type=int, default=12, help="per ladder")
     parser.add_argument("--min-arrivals", type=int, default=20, help="per step")
     parser.add_argument("--min-seconds", type=float, default=25.0, help="per step")
+    parser.add_argument(
+        "--trace", action="store_true", help="workers log every task; every log is kept"
+    )
     parser.add_argument("--settle", type=float, default=180.0, help="max s to drain a backlog")
     args = parser.parse_args(argv)
     if not 1 <= args.hosts <= len(cores()):
@@ -372,7 +380,9 @@ def main(argv: list[str] | None = None) -> int:
     models = tuple(m.strip() for m in args.models.split(",") if m.strip())
     workdir = Path(tempfile.mkdtemp(prefix="stockserve-cluster-bench-"))
     names = [f"host{i}" for i in range(1, args.hosts + 1)]
-    cluster = Cluster(workdir, models, names, say=lambda text: print(text, flush=True))
+    cluster = Cluster(
+        workdir, models, names, say, worker_loglevel="INFO" if args.trace else "WARNING"
+    )
     print(f"cluster-bench: models {','.join(models)}; up to {args.hosts} hosts, a core each")
     report: dict[str, Any] = {
         "started": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -394,6 +404,10 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         signals = (signal.SIGINT, signal.SIGTERM)  # a second Ctrl-C must not stop teardown
         previous = {sig: signal.signal(sig, signal.SIG_IGN) for sig in signals}
+        if args.trace:
+            shutil.rmtree(LOGS_DIR, ignore_errors=True)
+            cluster.keep_logs(LOGS_DIR)
+            print(f"logs kept in {LOGS_DIR.relative_to(ROOT)}", flush=True)
         print("tearing down: hosts, web, PostgreSQL, Redis", flush=True)
         cluster.close()
         shutil.rmtree(workdir, ignore_errors=True)

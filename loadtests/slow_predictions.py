@@ -36,9 +36,13 @@ def breakdown(row: Row, created: datetime, finished: datetime, stages: list[dict
     ordered = sorted(stages, key=lambda s: s["started_at"])
     answered_at = row.started_at + row.latency_ms / 1000
     gaps, last_end = 0.0, None
+    waited = {"s": 0.0, "stage": None, "from": None}  # the longest wait for a process
     for stage in ordered:
         if last_end is not None:
-            gaps += max(0.0, stage["started_at"] - last_end)
+            gap = max(0.0, stage["started_at"] - last_end)
+            gaps += gap
+            if gap > waited["s"]:
+                waited = {"s": round(gap, 3), "stage": stage["stage"], "from": last_end}
         last_end = max(last_end or 0.0, stage["finished_at"])
     first = ordered[0]["started_at"] if ordered else finished.timestamp()
     longest = max(ordered, key=lambda s: s["duration_ms"], default=None)
@@ -51,6 +55,7 @@ def breakdown(row: Row, created: datetime, finished: datetime, stages: list[dict
         "idle_in_span_s": round(gaps, 3),  # no stage of it running: its next task waited
         "after_last_stage_s": round(finished.timestamp() - (last_end or first), 3),
         "final_to_client_s": round(answered_at - finished.timestamp(), 3),
+        "longest_wait": waited,  # `from`: epoch seconds, to find it in the workers' logs
         "longest_stage": None
         if longest is None
         else {k: longest.get(k) for k in ("stage", "duration_ms", "worker", "queue")},
@@ -81,5 +86,6 @@ def describe(part: dict[str, Any]) -> str:
         f" longest {longest.get('stage')} {longest.get('duration_ms')} ms"
         f" on {longest.get('queue')})"
         f" + to final {part['after_last_stage_s']:.3f}"
-        f" + to the client {part['final_to_client_s']:.3f}"
+        f" + to the client {part['final_to_client_s']:.3f};"
+        f" {part['longest_wait']['stage']} waited {part['longest_wait']['s']:.3f} s"
     )

@@ -151,7 +151,8 @@ class PredictionRequest(models.Model):
     symbol = models.CharField(max_length=16, db_index=True)
     horizon = models.PositiveSmallIntegerField()
     strategy = models.CharField(max_length=32, choices=Strategy.choices, default=Strategy.CHORD)
-    # False: models train from scratch (no registry state), as cold experiments need.
+    # False: a fresh run. Models train from scratch when REGISTRY_SHADOW is off (as cold
+    # benchmarks need); with it on, the serving generation answers and a shadow is trained.
     warm_start = models.BooleanField(default=True)
     status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
     # Rows made by cache hits before hits stopped writing to the database (they are counted).

@@ -35,6 +35,7 @@ def test_the_parts_add_up_and_the_idle_time_inside_the_span_is_found() -> None:
     assert parts["after_last_stage_s"] == 0.1
     assert parts["final_to_client_s"] == 0.4
     assert parts["longest_stage"]["stage"] == "model:ridge"
+    assert parts["longest_wait"]["stage"] == "combine" and parts["longest_wait"]["s"] == 1.5
     total = sum(parts[k] for k in ("before_created_s", "before_first_stage_s", "stages_span_s",
                                    "after_last_stage_s", "final_to_client_s"))  # fmt: skip
     assert round(total, 3) == parts["latency_s"] == 3.0
