@@ -1,0 +1,31 @@
+"""Celery's Redis result backend, without the result subscriptions a worker never reads.
+
+Why: when a task starts a chord (the prices task starts the models' chord), Celery builds a
+GroupResult in the worker process, and its Redis backend subscribes that process to every
+header task's result channel for promises nothing in a worker waits on (a task never
+blocks on another), and keeps them for the life of the process. The process never reads
+that connection, so Redis buffers every model result published on it until the
+connection passes its output-buffer limit and is closed; the next chord then reconnects,
+fetches and decodes every result the process ever subscribed to, while every task queued
+for that process waits (celery/celery#6963, #3812). Measured in `make cluster-bench
+--trace`: 1.4-1.8 s with no task running on a host, growing with the process's age
+(docs/scaling.md).
+
+Outside a worker (the web process dispatching, a client calling `.get()`) nothing changes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from celery._state import task_join_will_block
+from celery.backends.redis import RedisBackend
+
+
+class RedisBackendForWorkers(RedisBackend):
+    def add_pending_result(
+        self, result: Any, weak: bool = False, start_drainer: bool = True
+    ) -> Any:
+        if task_join_will_block():  # in a worker's pool process: nobody will wait on it
+            return result
+        return super().add_pending_result(result, weak=weak, start_drainer=start_drainer)
