@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from celery._state import task_join_will_block
+from celery import _state
 from celery.backends.redis import RedisBackend
 
 
@@ -26,6 +26,10 @@ class RedisBackendForWorkers(RedisBackend):
     def add_pending_result(
         self, result: Any, weak: bool = False, start_drainer: bool = True
     ) -> Any:
-        if task_join_will_block():  # in a worker's pool process: nobody will wait on it
+        # True in a worker's pool process, where nothing will wait on the result.
+        in_a_worker = _state.task_join_will_block()  # type: ignore[attr-defined]
+        if in_a_worker:
             return result
-        return super().add_pending_result(result, weak=weak, start_drainer=start_drainer)
+        # The stubs give RedisBackend the synchronous backends' signature; it is asynchronous.
+        pending: Any = super().add_pending_result
+        return pending(result, weak=weak, start_drainer=start_drainer)
