@@ -7,9 +7,8 @@ blocks on another), and keeps them for the life of the process. The process neve
 that connection, so Redis buffers every model result published on it until the
 connection passes its output-buffer limit and is closed; the next chord then reconnects,
 fetches and decodes every result the process ever subscribed to, while every task queued
-for that process waits (celery/celery#6963, #3812). Measured in `make cluster-bench
---trace`: 1.4-1.8 s with no task running on a host, growing with the process's age
-(docs/scaling.md).
+for that process waits (celery/celery#6963, #3812). How it was found, and what it cost:
+docs/scaling.md, "The warm stalls".
 
 Outside a worker (the web process dispatching, a client calling `.get()`) nothing changes.
 """
