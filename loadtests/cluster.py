@@ -37,9 +37,10 @@ from provisioning.bundle import snapshot
 
 QUEUES = "io,cpu,scoring"
 IN_FLIGHT_KEY = "stockserve:inflight"  # predictions.admission.IN_FLIGHT_KEY (no Django here)
-# One client sends every arrival: admission control would refuse beyond one client's share
-# of a bound sized by the pool, and the run would measure that instead of the hosts.
-WEB_ENV = {
+# The web tier's settings (the workers take REGISTRY_SHADOW through the playbook). One
+# client sends every arrival: admission control would refuse beyond one client's share of a
+# bound sized by the pool, and the run would measure that instead of the hosts.
+CLUSTER_ENV = {
     "ADMISSION_MAX_IN_FLIGHT": "1000",
     "ADMISSION_CLIENT_SHARE": "1",
     "PREDICTION_MAX_WAITERS": "1000",  # every arrival long-polls `?wait=` at once
@@ -97,7 +98,7 @@ class Cluster:
         client.config_set("protected-mode", "no")  # no password: the hosts are ours
         self.postgres = ThrowawayPostgres(listen=self.net.gateways, trusted_network=NETWORK)
         self.postgres.start()
-        setup = Setup(workers=0, models=self.models, extra_env=WEB_ENV)
+        setup = Setup(workers=0, models=self.models, extra_env=CLUSTER_ENV)
         self.env = base_env(self.workdir / "var", self.redis.url, setup)
         self.env["DATABASE_URL"] = self.postgres.url
         self.say("migrating PostgreSQL")
