@@ -32,8 +32,9 @@ POSTGRES_TESTS := tests/api tests/market tests/workers tests/webui \
 	tests/integration/test_lost_requests.py tests/integration/test_prediction_end_to_end.py
 # Each test file runs whole in one of TEST_PROCESSES pytest-xdist processes; every process
 # starts its own Redis, database and Celery worker, so they share nothing but the machine.
+# Files go out in the suite's order (the long ones first; tests/conftest.py), not by size.
 TEST_PROCESSES ?= 2
-PARALLEL := -n $(TEST_PROCESSES) --dist loadfile
+PARALLEL := -n $(TEST_PROCESSES) --dist loadfile --no-loadscope-reorder
 test: setup browser test-hosts postgres promtool check  ## every test (SQLite), then the database-heavy ones on PostgreSQL
 	$(PY) -m pytest $(PARALLEL)
 	TEST_DATABASE=postgres $(PY) -m pytest $(PARALLEL) -m "not browser" $(POSTGRES_TESTS)

@@ -10,10 +10,18 @@ from tests.support.processes import start_worker_process, stop_process, wait_for
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """A test with a real worker process is an integration test (`make test-fast` skips it)."""
+    """A test with a real worker process is an integration test (`make test-fast` skips it).
+
+    The files with integration tests run first. They are the long ones (processes to start
+    and wait for); started first, they end while the short files fill both test processes,
+    instead of one long file running alone at the end (`make test` keeps this order with
+    xdist's --no-loadscope-reorder).
+    """
     for item in items:
         if "celery_worker" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.integration)
+    long_files = {item.path for item in items if item.get_closest_marker("integration")}
+    items.sort(key=lambda item: item.path not in long_files)  # stable: a file stays whole
 
 
 @pytest.fixture(scope="session")

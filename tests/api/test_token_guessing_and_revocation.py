@@ -5,19 +5,14 @@ says 503, not 500, when its attempt counter cannot be reached."""
 from __future__ import annotations
 
 import pytest
-import redis
 from rest_framework.authtoken.models import Token
 
 from api import tokens
-from devstack.redis import free_port
+from tests.support.redis_away import unreachable_redis
 from webui import sign_in
 
 pytestmark = pytest.mark.django_db
 CLOCK = "/api/v1/clock/"
-
-
-def unreachable_redis() -> redis.Redis:
-    return redis.Redis(port=free_port(), socket_connect_timeout=0.2, socket_timeout=0.2)
 
 
 def test_a_wrong_token_costs_one_lookup_then_none(client, django_assert_num_queries):

@@ -13,7 +13,11 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tests.support.loadtests import alive, pids_in
+
+pytestmark = pytest.mark.integration  # a whole stack of its own processes
 
 ROOT = Path(__file__).resolve().parents[2]
 TINY = [

@@ -17,6 +17,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from channels.db import database_sync_to_async
+from channels.layers import channel_layers
 from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
 from django.contrib.auth.models import User
 from django.contrib.sessions.backends.db import SessionStore
@@ -40,7 +41,12 @@ def run_async(scenario: Callable[[], Awaitable[None]]) -> None:
     Playwright's sync API may hold an event loop on the test thread (the session-wide
     browser), where async_to_sync refuses to run. The consumers' ORM calls run in asgiref's
     executor thread, so tests using this need committed rows: django_db(transaction=True).
+
+    Each scenario gets a new channel layer: a layer keeps the receive lock and connections
+    of the loop that used it, and an earlier scenario's loop may have closed with a receive
+    still counted ("... is bound to a different event loop").
     """
+    channel_layers.backends.clear()
 
     async def main() -> None:
         try:

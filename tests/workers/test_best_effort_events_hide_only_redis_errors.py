@@ -12,9 +12,9 @@ import uuid
 from types import SimpleNamespace
 
 import pytest
-import redis
 
 from predictions import progress
+from tests.support.redis_away import unreachable_redis
 from workers import routing
 
 REQUEST_ID = "00000000-0000-0000-0000-000000000001"
@@ -22,8 +22,8 @@ REQUEST_ID = "00000000-0000-0000-0000-000000000001"
 
 @pytest.fixture
 def redis_away(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Redis refuses connections: a client pointed at a port nothing listens on."""
-    away = redis.Redis(host="127.0.0.1", port=1, socket_connect_timeout=0.5)
+    """Redis refuses connections."""
+    away = unreachable_redis()
     monkeypatch.setattr(progress, "get_redis", lambda: away)
     monkeypatch.setattr(routing.presence, "get_redis", lambda: away)
 
