@@ -49,8 +49,11 @@ def _record(row: sqlite3.Row) -> dict[str, Any]:
     models = [s for s in stages if str(s.get("stage", "")).startswith("model:")]
     work = models + [s for s in stages if s.get("stage") == "sentiment"]
     comparison = (result.get("combined") or {}).get("baseline_comparison") or {}
+    runs = result.get("models") or []
     record.update(
         stages=stages,
+        model_runs=len(runs),
+        model_runs_trained=sum(1 for run in runs if run.get("trained")),
         model_ms=sum(s.get("duration_ms", 0.0) for s in models),
         models_ran=[s["stage"].split(":", 1)[1] for s in models],
         slowest_stage_ms=max((s.get("duration_ms", 0.0) for s in work), default=None),
@@ -82,6 +85,10 @@ def _mean(values: list[float]) -> float | None:
     return statistics.fmean(values) if values else None
 
 
+def _share(part: int, whole: int) -> float | None:
+    return part / whole if whole else None
+
+
 def summarize(records: list[dict[str, Any]], ids: set[str] | None = None) -> dict[str, Any]:
     """Stage means, model time, slowest stage, error, and the typical request's timeline.
 
@@ -110,6 +117,10 @@ def summarize(records: list[dict[str, Any]], ids: set[str] | None = None) -> dic
         "failed": sum(1 for r in chosen if r["status"] == "failed"),
         "stage_mean_ms": {name: _mean(values) for name, values in sorted(durations.items())},
         "model_ms_mean": _mean([r["model_ms"] for r in computed]),
+        # A cold request trains every model; if it did not, its timings are not cold ones.
+        "model_runs_trained": _share(
+            sum(r["model_runs_trained"] for r in computed), sum(r["model_runs"] for r in computed)
+        ),
         "slowest_stage_p50_ms": percentile([r["slowest_stage_ms"] for r in computed], 50),
         "server_p50_ms": percentile([r["server_latency_ms"] for r in computed], 50),
         "queue_wait_p50_ms": percentile([r["queue_wait_ms"] for r in computed], 50),

@@ -119,6 +119,9 @@ def run_deployment(
         models=args.model_list,
         price_latency=profile,
         mention_latency=profile,
+        # Cold means every model trains. With shadow generations on, `warm_start: false`
+        # is answered by the serving generation and at most one shadow trains per model.
+        extra_env={} if args.warm else {"REGISTRY_SHADOW": "false"},
     )
     deployment = Deployment(sup, workdir / name, setup)
     print(f"[{name}] starting {workers} worker(s)…", flush=True)

@@ -40,6 +40,11 @@ def fmt(value: float | None, digits: int = 0, unit: str = "") -> str:
     return "–" if value is None else f"{value:,.{digits}f}{unit}"
 
 
+def share(value: float | None) -> str:
+    """A fraction as a whole percentage, or – for one that was not measured."""
+    return "–" if value is None else f"{value:.0%}"
+
+
 def verdict(ok: bool) -> str:
     return "met" if ok else "**not met**"
 
@@ -90,8 +95,8 @@ MODEL_COLORS = ["#1f77b4", "#ff7f0e", "#d62728", "#17becf", "#bcbd22"]
 
 def experiment_table(configs: list[dict[str, Any]]) -> str:
     header = ["configuration", "strategy", "workers × conc.", "ok", "errors", "p50 ms",
-              "p95 ms", "p99 ms", "throughput /s", "model time ms", "slowest stage p50 ms",
-              "load avg"]  # fmt: skip
+              "p95 ms", "p99 ms", "throughput /s", "model time ms", "model runs trained",
+              "slowest stage p50 ms", "load avg"]  # fmt: skip
     rows = []
     for c in configs:
         client, server = c["client"], c["server"]
@@ -99,7 +104,8 @@ def experiment_table(configs: list[dict[str, Any]]) -> str:
             c["label"], c["strategy"], f"{c['workers']} × {c['concurrency']}", client["count"],
             client["errors"], fmt(client["p50_ms"]), fmt(client["p95_ms"]),
             fmt(client["p99_ms"]), fmt(client["throughput_rps"], 3),
-            fmt(server["model_ms_mean"]), fmt(server["slowest_stage_p50_ms"]),
+            fmt(server["model_ms_mean"]), share(server.get("model_runs_trained")),
+            fmt(server["slowest_stage_p50_ms"]),
             fmt(c.get("load_average"), 1),
         ])  # fmt: skip
     return table(header, rows)
@@ -111,10 +117,9 @@ def stage_table(configs: list[dict[str, Any]]) -> str:
     rows = []
     for c in configs:
         server = c["server"]
-        rate = server["escalation_rate"]
         rows.append([
             c["label"], *(fmt(server["stage_mean_ms"].get(n)) for n in names),
-            fmt(server["ensemble_mase_mean"], 3), "–" if rate is None else f"{rate:.0%}",
+            fmt(server["ensemble_mase_mean"], 3), share(server["escalation_rate"]),
             "yes" if server["emulated_latency"] else "no",
         ])  # fmt: skip
     return table(header, rows)

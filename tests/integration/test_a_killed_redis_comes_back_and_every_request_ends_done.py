@@ -30,9 +30,11 @@ ENV = {
     "PRICE_LATENCY_MS": "300",  # requests are still in flight when Redis dies
     "PRECOMPUTE_SYMBOLS": "",
     "SWEEP_INTERVAL": "1",
-    "PREDICTION_STALL_SECONDS": "30",
-    "TASK_SOFT_TIME_LIMIT": "20",
-    "TASK_TIME_LIMIT": "25",
+    # A stage whose connection died is found by the sweeper after the stall time: short,
+    # since every stage here takes well under a second, and above the tasks' time limits.
+    "PREDICTION_STALL_SECONDS": "15",
+    "TASK_SOFT_TIME_LIMIT": "10",
+    "TASK_TIME_LIMIT": "12",
     "CELERY_VISIBILITY_TIMEOUT": "30",
     "PREDICTION_TIMEOUT": "240",
     "ADMISSION_MAX_IN_FLIGHT": "100",

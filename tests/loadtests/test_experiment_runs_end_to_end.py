@@ -64,6 +64,7 @@ def test_it_writes_a_report_and_stops_everything(tmp_path):
         assert config["client"]["count"] >= 1 and config["client"]["errors"] == 0
         assert config["client"]["p50_ms"] <= config["client"]["p99_ms"]
         assert config["server"]["computed"] >= 1
+        assert config["server"]["model_runs_trained"] == 1.0  # cold: every model trained
         assert config["server"]["typical"]["stages"]
     cascade = results["configurations"][1]["server"]
     assert cascade["escalation_rate"] == 0.0  # no deep model configured: the cheap ones answer

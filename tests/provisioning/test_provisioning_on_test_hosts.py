@@ -154,12 +154,12 @@ def test_a_worker_that_cannot_start_is_rolled_back_and_reported(cluster):
         "-e",
         f"stockserve_redis_url={closed}",
         "-e",
-        "worker_ready_timeout=15",
+        "worker_ready_timeout=5",
     )
 
     assert error is not None
     assert run.status == RunStatus.FAILED and run.failed >= 1
-    assert "Worker host2b@" in run.error and "did not come up within 15 s" in run.error
+    assert "Worker host2b@" in run.error and "did not come up within 5 s" in run.error
     assert "It was stopped and removed again" in run.error
     assert "did not come up" in out
     conf_d = cluster.net.hosts["host2"].prefix / "supervisor" / "conf.d"
