@@ -35,6 +35,7 @@ import subprocess
 import tempfile
 import time
 from collections import Counter
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -45,6 +46,7 @@ import requests
 from loadtests import request_cost_postgres as pg_cost
 from loadtests.deployment import Deployment, Setup, migrate, migrated_template
 from loadtests.procs import Supervisor, handle_signals
+from loadtests.report import share
 
 ROOT = Path(__file__).resolve().parent.parent
 REPORTS = ROOT / "loadtests" / "reports"
@@ -79,11 +81,14 @@ def db_rows(path: Path) -> dict[str, int]:
 FINAL_CHANNEL = "stockserve:final:{}"  # predictions.progress._final_channel (no Django here)
 
 
-def wait_final(redis_url: str, base: str, rid: str, timeout: float = 600) -> int:
+def wait_final(
+    redis_url: str, base: str, rid: str, timeout: float = 600
+) -> tuple[int, dict[str, Any]]:
     """Wait for the request's final event (as the web's `?wait=` does), then read it once;
     re-read every 5 s in case the event came before the subscription. Returns the status
-    reads it took: a client's final read of its answer, counted in the step's figures
-    (polling on a timer would make a request's cost depend on how long it ran)."""
+    reads it took (a client's final read of its answer, counted in the step's figures;
+    polling on a timer would make a request's cost depend on how long it ran) and the
+    final answer."""
     deadline = time.monotonic() + timeout
     pubsub = redis.Redis.from_url(redis_url).pubsub(ignore_subscribe_messages=True)
     pubsub.subscribe(FINAL_CHANNEL.format(rid))
@@ -96,20 +101,29 @@ def wait_final(redis_url: str, base: str, rid: str, timeout: float = 600) -> int
             body = requests.get(f"{base}/api/v1/predictions/{rid}/", timeout=30).json()
             reads += 1
             if body["status"] in ("done", "failed"):
-                return reads
+                return reads, body
     finally:
         pubsub.close()
     raise TimeoutError(f"request {rid} did not finish in {timeout} s")
 
 
-def send(stack: Deployment, kind: str, i: int, horizon: int, read_id: str) -> int:
-    """One request of `kind`, answered before it returns; the status reads it took."""
+@dataclass
+class Sent:
+    """What one request took: status reads, and its model runs (how many trained)."""
+
+    reads: int
+    model_runs: int = 0
+    trained: int = 0
+
+
+def send(stack: Deployment, kind: str, i: int, horizon: int, read_id: str) -> Sent:
+    """One request of `kind`, answered before it returns."""
     api = f"{stack.base_url}/api/v1/predictions/"
     if kind == "status read":
         response = requests.get(f"{api}{read_id}/", timeout=60)
         if response.status_code != 200:
             raise RuntimeError(f"a status read failed: {response.status_code}")
-        return 1
+        return Sent(reads=1)
     body: dict[str, Any] = {"symbol": SYMBOLS[i % len(SYMBOLS)], "horizon": horizon}
     if kind != "cached":
         body["use_cache"] = False
@@ -119,9 +133,11 @@ def send(stack: Deployment, kind: str, i: int, horizon: int, read_id: str) -> in
     if kind == "cached":
         if response.status_code != 200:
             raise RuntimeError(f"a cached answer was expected, got {response.status_code}")
-        return 0
+        return Sent(reads=0)
     rid = response.json()["id"]
-    return wait_final(stack.redis_url, stack.base_url, rid)  # one at a time: nothing overlaps
+    reads, final = wait_final(stack.redis_url, stack.base_url, rid)  # one at a time
+    runs = (final.get("result") or {}).get("models") or []
+    return Sent(reads, len(runs), sum(1 for run in runs if run.get("trained")))
 
 
 def measure(
@@ -142,7 +158,7 @@ def measure(
     pg_before = meter.settled() if meter else None  # the previous step's stragglers
     before = redis_counters(client)
     started = time.monotonic()
-    reads = sum(send(stack, kind, i, horizon, read_id) for i in range(n))
+    sent = [send(stack, kind, i, horizon, read_id) for i in range(n)]
     seconds = time.monotonic() - started
     time.sleep(1.0)  # counters of the last request's trailing writes (relay, heartbeats)
     after = redis_counters(client)
@@ -154,7 +170,9 @@ def measure(
         "kind": kind,
         "n": n,
         "seconds": round(seconds, 1),
-        "status_reads": round(reads / n, 1),
+        "status_reads": round(sum(s.reads for s in sent) / n, 1),
+        # cold: every model run trained; warm: none (else the figures are not of that kind)
+        "model_runs_trained": _share(sum(s.trained for s in sent), sum(s.model_runs for s in sent)),
         "redis_commands": round(sum(commands.values()), 1),
         "top_commands": dict(Counter(commands).most_common(8)),
         "broker_publishes": round(commands.get("lpush", 0.0), 1),
@@ -170,6 +188,10 @@ def measure(
         maintenance = rows_after[pg_cost.MAINTENANCE] - rows_before[pg_cost.MAINTENANCE]
         row["postgres"] = pg_cost.cost(meter, pg_before, pg_after, n, maintenance)
     return row
+
+
+def _share(part: int, whole: int) -> float | None:
+    return round(part / whole, 3) if whole else None
 
 
 def redis_capacity(port: int) -> dict[str, float]:
@@ -195,16 +217,18 @@ def report(rows: list[dict[str, Any]], results: dict[str, Any], args: argparse.N
         f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC, models {args.models}, horizon {args.horizon}; "
         f"redis-benchmark (50 connections): {benchmark}",
         "",
-        "| answer | n | Redis commands | broker publishes | bytes in / out | Redis CPU ms "
-        "| rows written | one Redis core serves (by its CPU) | (by redis-benchmark's rate) |",
-        "| --- | --- | --- | --- | --- | --- | --- | --- | --- |",
+        "| answer | n | model runs trained | Redis commands | broker publishes | bytes in / out "
+        "| Redis CPU ms | rows written | one Redis core serves (by its CPU) "
+        "| (by redis-benchmark's rate) |",
+        "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |",
     ]
     for row in rows:
         written = sum(row["db_rows_written"].values())
         serves = f"{ops / row['redis_commands']:,.0f}/s" if ops and row["redis_commands"] else "–"
         by_cpu = f"{1000 / row['redis_cpu_ms']:,.0f}/s" if row["redis_cpu_ms"] > 0 else "–"
         lines.append(
-            f"| {row['kind']} | {row['n']} | {row['redis_commands']} | {row['broker_publishes']} "
+            f"| {row['kind']} | {row['n']} | {share(row['model_runs_trained'])} "
+            f"| {row['redis_commands']} | {row['broker_publishes']} "
             f"| {row['redis_bytes_in']:,} / {row['redis_bytes_out']:,} | {row['redis_cpu_ms']} "
             f"| {written:g} | {by_cpu} | {serves} |"
         )
@@ -250,6 +274,9 @@ def main(argv: list[str] | None = None) -> int:
     sup = Supervisor(pid_log=workdir / "pids.log")
     pg = pg_cost.cluster() if args.database == "postgres" else None
     env = {"DATABASE_URL": pg.url} if pg else {}
+    # Shadow generations off: a cold request (`warm_start: false`) then trains every model
+    # instead of being answered by the serving generation (which shadows would keep).
+    env["REGISTRY_SHADOW"] = "false"
     setup = Setup(workers=1, concurrency=2, models=tuple(args.models.split(",")), extra_env=env)
     stack = Deployment(sup, workdir / "stack", setup)
     meter: pg_cost.Meter | None = None
