@@ -342,7 +342,9 @@ class Source:
     sizes and compressibility the server handles are the service's own."""
 
     request: str
-    runs: tuple[tuple[int, int, int], ...]  # (generation, its stored run, its event) per model
+    # (generation, its stored run, its registry event) per model; with shadow generations
+    # off the newest generation serves as soon as it is trained, and no event is written
+    runs: tuple[tuple[int, int, int | None], ...]
     forecast: int | None
 
 
@@ -399,18 +401,19 @@ def cold_script(columns: Mapping[str, list[str]], source: Source) -> str:
             str(generation),
             " RETURNING id AS generation_id \\gset",
         )  # fmt: skip
-        lines += [
-            "-- a model: its generation, the registry's event, its stored run",
-            "BEGIN;",
-            gen,
-            "COMMIT;",
-            _insert_copy(
-                "predictions_generationevent",
-                columns["predictions_generationevent"],
-                {"created_at": "now()"},
-                str(event),
+        lines += ["-- a model: its generation, the registry's event, its stored run"]
+        lines += ["BEGIN;", gen, "COMMIT;"]
+        if event is not None:
+            lines.append(
+                _insert_copy(
+                    "predictions_generationevent",
+                    columns["predictions_generationevent"],
+                    {"created_at": "now()"},
+                    str(event),
+                )
+                + ";"
             )
-            + ";",
+        lines += [
             "BEGIN;",
             "SAVEPOINT s1;",
             _insert_copy(
@@ -482,14 +485,14 @@ def find_source(conn: psycopg.Connection[Any]) -> Source:
         " ON r.generation_id = g.id WHERE g.created_at BETWEEN %s AND %s ORDER BY g.id",
         (started, finished),
     ).fetchall()
-    if not runs or any(event is None for _, _, event in runs):
-        raise RuntimeError("the cold request's generations, runs or events are missing")
+    if not runs:
+        raise RuntimeError("the cold request's generations and runs are missing")
     forecast = conn.execute(
         "SELECT id FROM predictions_forecastrecord ORDER BY id DESC LIMIT 1"
     ).fetchone()
     return Source(
         str(request),
-        tuple((int(g), int(r), int(e)) for g, r, e in runs),
+        tuple((int(g), int(r), None if e is None else int(e)) for g, r, e in runs),
         int(forecast[0]) if forecast else None,
     )
 

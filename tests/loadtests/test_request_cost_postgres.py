@@ -145,3 +145,12 @@ def test_a_long_statement_is_shown_with_its_column_lists_elided():
     assert short(insert) == 'INSERT INTO "t" (…) VALUES (…) RETURNING "t"."id"'
     assert short("SELECT $1") == "SELECT $1"
     assert len(short("SELECT " + "x" * 500, width=40)) == 40
+
+
+def test_a_generation_promoted_without_an_event_writes_none():
+    """Shadow generations off: a generation serves as soon as it is trained, no event."""
+    source = Source("0cd8f9af-538e-4537-9d28-2c17157cd8ca", ((1, 4, 7), (2, 5, None)), None)
+    script = cold_script(COLUMNS, source)
+    assert script.count("INSERT INTO predictions_generationevent") == 1
+    assert script.count("INSERT INTO predictions_storedrun") == 2
+    assert write_commits(script) == 3 + 3 + 2 + 1
