@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from loadtests.latencies import percentile
+from loadtests.report import fraction
 
 TABLE = "predictions_predictionrequest"
 
@@ -85,10 +86,6 @@ def _mean(values: list[float]) -> float | None:
     return statistics.fmean(values) if values else None
 
 
-def _share(part: int, whole: int) -> float | None:
-    return part / whole if whole else None
-
-
 def summarize(records: list[dict[str, Any]], ids: set[str] | None = None) -> dict[str, Any]:
     """Stage means, model time, slowest stage, error, and the typical request's timeline.
 
@@ -118,7 +115,7 @@ def summarize(records: list[dict[str, Any]], ids: set[str] | None = None) -> dic
         "stage_mean_ms": {name: _mean(values) for name, values in sorted(durations.items())},
         "model_ms_mean": _mean([r["model_ms"] for r in computed]),
         # A cold request trains every model; if it did not, its timings are not cold ones.
-        "model_runs_trained": _share(
+        "model_runs_trained": fraction(
             sum(r["model_runs_trained"] for r in computed), sum(r["model_runs"] for r in computed)
         ),
         "slowest_stage_p50_ms": percentile([r["slowest_stage_ms"] for r in computed], 50),

@@ -40,6 +40,11 @@ def fmt(value: float | None, digits: int = 0, unit: str = "") -> str:
     return "–" if value is None else f"{value:,.{digits}f}{unit}"
 
 
+def fraction(part: int, whole: int) -> float | None:
+    """part / whole, or None when there was nothing to count."""
+    return part / whole if whole else None
+
+
 def share(value: float | None) -> str:
     """A fraction as a whole percentage, or – for one that was not measured."""
     return "–" if value is None else f"{value:.0%}"

@@ -46,7 +46,7 @@ import requests
 from loadtests import request_cost_postgres as pg_cost
 from loadtests.deployment import Deployment, Setup, migrate, migrated_template
 from loadtests.procs import Supervisor, handle_signals
-from loadtests.report import share
+from loadtests.report import fraction, share
 
 ROOT = Path(__file__).resolve().parent.parent
 REPORTS = ROOT / "loadtests" / "reports"
@@ -172,7 +172,9 @@ def measure(
         "seconds": round(seconds, 1),
         "status_reads": round(sum(s.reads for s in sent) / n, 1),
         # cold: every model run trained; warm: none (else the figures are not of that kind)
-        "model_runs_trained": _share(sum(s.trained for s in sent), sum(s.model_runs for s in sent)),
+        "model_runs_trained": fraction(
+            sum(s.trained for s in sent), sum(s.model_runs for s in sent)
+        ),
         "redis_commands": round(sum(commands.values()), 1),
         "top_commands": dict(Counter(commands).most_common(8)),
         "broker_publishes": round(commands.get("lpush", 0.0), 1),
@@ -188,10 +190,6 @@ def measure(
         maintenance = rows_after[pg_cost.MAINTENANCE] - rows_before[pg_cost.MAINTENANCE]
         row["postgres"] = pg_cost.cost(meter, pg_before, pg_after, n, maintenance)
     return row
-
-
-def _share(part: int, whole: int) -> float | None:
-    return round(part / whole, 3) if whole else None
 
 
 def redis_capacity(port: int) -> dict[str, float]:
