@@ -31,7 +31,7 @@ from devstack.postgres import ThrowawayPostgres
 from devstack.redis import EmbeddedRedis, free_port
 from devstack.testhosts import NETWORK, TestHost, TestNetwork, namespace_pids
 from loadtests.cpu import cpu_seconds, descendants, machine_busy_seconds, process_name
-from loadtests.deployment import ROOT, Setup, base_env, migrate
+from loadtests.deployment import ROOT, TRAIN_WHEN_COLD, Setup, base_env, migrate
 from loadtests.procs import Supervisor
 from provisioning.bundle import snapshot
 
@@ -41,13 +41,10 @@ IN_FLIGHT_KEY = "stockserve:inflight"  # predictions.admission.IN_FLIGHT_KEY (no
 # client sends every arrival: admission control would refuse beyond one client's share of a
 # bound sized by the pool, and the run would measure that instead of the hosts.
 CLUSTER_ENV = {
+    **TRAIN_WHEN_COLD,
     "ADMISSION_MAX_IN_FLIGHT": "1000",
     "ADMISSION_CLIENT_SHARE": "1",
     "PREDICTION_MAX_WAITERS": "1000",  # every arrival long-polls `?wait=` at once
-    # A cold prediction (`warm_start: false`) must train every model. With shadow
-    # generations on, the serving generation answers it as it is and at most one shadow per
-    # model is trained, so after the first few "cold" predictions nothing trains at all.
-    "REGISTRY_SHADOW": "false",
 }
 
 

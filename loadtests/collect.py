@@ -30,6 +30,12 @@ def _epoch(value: str | None) -> float | None:
     return moment.timestamp()
 
 
+def trained_runs(result: dict[str, Any] | None) -> tuple[int, int]:
+    """How many of an answer's model runs trained a model, of how many it has."""
+    runs = (result or {}).get("models") or []
+    return sum(1 for run in runs if run.get("trained")), len(runs)
+
+
 def _record(row: sqlite3.Row) -> dict[str, Any]:
     result = json.loads(row["result"]) if row["result"] else None
     created, finished = _epoch(row["created_at"]), _epoch(row["finished_at"])
@@ -50,11 +56,11 @@ def _record(row: sqlite3.Row) -> dict[str, Any]:
     models = [s for s in stages if str(s.get("stage", "")).startswith("model:")]
     work = models + [s for s in stages if s.get("stage") == "sentiment"]
     comparison = (result.get("combined") or {}).get("baseline_comparison") or {}
-    runs = result.get("models") or []
+    trained, runs = trained_runs(result)
     record.update(
         stages=stages,
-        model_runs=len(runs),
-        model_runs_trained=sum(1 for run in runs if run.get("trained")),
+        model_runs=runs,
+        model_runs_trained=trained,
         model_ms=sum(s.get("duration_ms", 0.0) for s in models),
         models_ran=[s["stage"].split(":", 1)[1] for s in models],
         slowest_stage_ms=max((s.get("duration_ms", 0.0) for s in work), default=None),

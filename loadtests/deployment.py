@@ -27,6 +27,10 @@ from loadtests.procs import Supervisor
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKERS_KEY = "stockserve:workers"  # workers.presence.WORKERS_KEY (no Django here)
+# For a load whose cold predictions (`warm_start: false`) must train every model. With
+# shadow generations on (the default), the serving generation answers them as it is and at
+# most one shadow per model is trained, so after the first few nothing trains at all.
+TRAIN_WHEN_COLD = {"REGISTRY_SHADOW": "false"}
 
 
 @dataclass(frozen=True)

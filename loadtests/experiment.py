@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from loadtests import collect, load
-from loadtests.deployment import ROOT, Deployment, Setup, migrated_template
+from loadtests.deployment import ROOT, TRAIN_WHEN_COLD, Deployment, Setup, migrated_template
 from loadtests.procs import Interrupted, Supervisor, handle_signals
 from loadtests.report import write_experiment
 from loadtests.targets import evaluate as evaluate_targets
@@ -119,9 +119,7 @@ def run_deployment(
         models=args.model_list,
         price_latency=profile,
         mention_latency=profile,
-        # Cold means every model trains. With shadow generations on, `warm_start: false`
-        # is answered by the serving generation and at most one shadow trains per model.
-        extra_env={} if args.warm else {"REGISTRY_SHADOW": "false"},
+        extra_env={} if args.warm else TRAIN_WHEN_COLD,
     )
     deployment = Deployment(sup, workdir / name, setup)
     print(f"[{name}] starting {workers} worker(s)…", flush=True)

@@ -44,7 +44,8 @@ import redis
 import requests
 
 from loadtests import request_cost_postgres as pg_cost
-from loadtests.deployment import Deployment, Setup, migrate, migrated_template
+from loadtests.collect import trained_runs
+from loadtests.deployment import TRAIN_WHEN_COLD, Deployment, Setup, migrate, migrated_template
 from loadtests.procs import Supervisor, handle_signals
 from loadtests.report import fraction, share
 
@@ -136,8 +137,8 @@ def send(stack: Deployment, kind: str, i: int, horizon: int, read_id: str) -> Se
         return Sent(reads=0)
     rid = response.json()["id"]
     reads, final = wait_final(stack.redis_url, stack.base_url, rid)  # one at a time
-    runs = (final.get("result") or {}).get("models") or []
-    return Sent(reads, len(runs), sum(1 for run in runs if run.get("trained")))
+    trained, runs = trained_runs(final.get("result"))
+    return Sent(reads, runs, trained)
 
 
 def measure(
@@ -271,10 +272,7 @@ def main(argv: list[str] | None = None) -> int:
     workdir = Path(tempfile.mkdtemp(prefix="stockserve-request-cost-"))
     sup = Supervisor(pid_log=workdir / "pids.log")
     pg = pg_cost.cluster() if args.database == "postgres" else None
-    env = {"DATABASE_URL": pg.url} if pg else {}
-    # Shadow generations off: a cold request (`warm_start: false`) then trains every model
-    # instead of being answered by the serving generation (which shadows would keep).
-    env["REGISTRY_SHADOW"] = "false"
+    env = {**TRAIN_WHEN_COLD, **({"DATABASE_URL": pg.url} if pg else {})}
     setup = Setup(workers=1, concurrency=2, models=tuple(args.models.split(",")), extra_env=env)
     stack = Deployment(sup, workdir / "stack", setup)
     meter: pg_cost.Meter | None = None

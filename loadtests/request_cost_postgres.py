@@ -401,8 +401,12 @@ def cold_script(columns: Mapping[str, list[str]], source: Source) -> str:
             str(generation),
             " RETURNING id AS generation_id \\gset",
         )  # fmt: skip
-        lines += ["-- a model: its generation, the registry's event, its stored run"]
-        lines += ["BEGIN;", gen, "COMMIT;"]
+        lines += [
+            "-- a model: its generation, the registry's event (if any), its stored run",
+            "BEGIN;",
+            gen,
+            "COMMIT;",
+        ]
         if event is not None:
             lines.append(
                 _insert_copy(
