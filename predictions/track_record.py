@@ -8,6 +8,14 @@ per step and per model, the log error, and for the served (ensemble) forecast wh
 band covered the price and its interval score. Scores are unique per (record, model,
 step), so scoring again, or a redelivered task, changes nothing.
 
+A forecast is scored as returns from one history. Its path is in the prices of its origin
+day; a live provider re-adjusts every past bar after a split or a dividend, so today's
+`adj_close` is in other units. Step k compares `path[k] / as_of_close` with
+`adj_close[bar] / adj_close[origin]`, both bars read from today's history; the stored
+`realized` is that return in the origin day's terms (`as_of_close` times it), so the log
+error, the band's coverage, the interval score and the no-change comparison all read the
+same returns. On one fixed history (a replay) this is exactly the price that came.
+
 The interval score (Gneiting and Raftery, 2007) at the band's level 1 - alpha is
 `(upper - lower) + 2/alpha * (lower - y)+ + 2/alpha * (y - upper)+`; it is kept in percent
 of the as-of close, so symbols at different prices compare. Lower is better: it rewards a
@@ -43,28 +51,53 @@ class Scored:
 
 def score(history: PriceHistory, limit: int | None = None) -> Scored:
     """Score every step of this symbol's records that the history now reaches. At most
-    `limit` records per call (SCORE_BATCH): bounded work per new bar."""
+    `limit` records per call (SCORE_BATCH): bounded work per new bar. A record whose
+    as-of bar is not in the history cannot be scored from it: it waits, and the log says
+    why."""
     limit = limit or settings.SCORE_BATCH
     due = ForecastRecord.objects.filter(
         symbol=history.symbol, as_of__lt=history.last_bar_date, scored_steps__lt=F("horizon")
-    ).order_by("as_of")[:limit]
+    )
+    oldest = due.order_by("as_of").values_list("as_of", flat=True).first()
+    if oldest is None:
+        return Scored(0, full=False)
+    bars = [d.item() for d in history.dates[history.dates >= np.datetime64(oldest, "D")]]
+    _say_unscorable(due.exclude(as_of__in=bars), history)
     seen = written = 0
-    for entry in due:
+    for entry in due.filter(as_of__in=bars).order_by("as_of")[:limit]:
         seen += 1
         written += _score_one(entry, history)
     return Scored(written, full=seen >= limit)
 
 
+def _say_unscorable(missing: Any, history: PriceHistory) -> None:
+    """Log the records whose origin today's history lacks (e.g. Yahoo dropped the bar):
+    their returns cannot be read from it."""
+    days = sorted({d.isoformat() for d in missing.values_list("as_of", flat=True)[:50]})
+    if days:
+        log.warning(
+            "%s: forecasts of record as of %s are not scored: their as-of bar is not in "
+            "the %s history (%s to %s), so their returns cannot be read from it",
+            history.symbol,
+            ", ".join(days),
+            history.source,
+            history.first_bar_date,
+            history.last_bar_date,
+        )
+
+
 def _score_one(entry: ForecastRecord, history: PriceHistory) -> int:
-    start = int(np.searchsorted(history.dates, np.datetime64(entry.as_of, "D"), side="right"))
-    reached = min(entry.horizon, len(history) - start)
+    origin = int(np.searchsorted(history.dates, np.datetime64(entry.as_of, "D")))
+    reached = min(entry.horizon, len(history) - 1 - origin)
     if reached <= entry.scored_steps:
         return 0
+    # Today's prices in the origin day's terms: exactly 1.0 on one fixed history.
+    to_origin = entry.as_of_close / float(history.adj_close[origin])
     paths = {ENSEMBLE: entry.path} | {m: v.get("path") or [] for m, v in entry.members.items()}
     rows: list[ForecastScore] = []
     for step in range(entry.scored_steps + 1, reached + 1):
-        bar = start + step - 1
-        realized, day = float(history.adj_close[bar]), history.dates[bar].item()
+        bar = origin + step
+        realized, day = float(history.adj_close[bar]) * to_origin, history.dates[bar].item()
         for model, path in paths.items():
             if len(path) >= step and path[step - 1] > 0:
                 forecast = float(path[step - 1])
@@ -88,7 +121,8 @@ def _score_one(entry: ForecastRecord, history: PriceHistory) -> int:
 
 
 def _score_band(row: ForecastScore, entry: ForecastRecord, step: int) -> None:
-    """Whether the served band covered the price, and its interval score (% of close)."""
+    """Whether the served band covered the price, and its interval score (% of close);
+    band and price both in the origin day's terms."""
     if not (entry.level and entry.lower and entry.upper):
         return
     low, high = float(entry.lower[step - 1]), float(entry.upper[step - 1])
@@ -137,6 +171,8 @@ class Rolling:
 
 
 def rolling(scores: list[ForecastScore], closes: dict[int, float]) -> Rolling:
+    """`closes`: each record's as-of close; a score's `realized` is in the same terms, so
+    the no-change error is the realized return."""
     if not scores:
         return Rolling(0, None, None, None, None, 0, None)
     errors = [abs(s.log_error) for s in scores]

@@ -108,7 +108,10 @@ def test_each_forecast_is_recorded_once_and_each_step_scored_once(replay):
     assert record.matured and ForecastScore.objects.count() == 6
     history = price_chain().fetch("AAPL")
     first = ForecastScore.objects.get(model="ensemble", step=1)
-    realized = float(history.adj_close[list(history.dates).index(first.date)])
+    bar = list(history.dates).index(first.date)
+    # The realized return, in the as-of close's terms (549.03 is the traded close; the
+    # history's adjusted closes are in other units).
+    realized = 549.03 * float(history.adj_close[bar] / history.adj_close[bar - 1])
     assert first.date == date(2013, 1, 3) and first.realized == pytest.approx(realized)
     assert first.log_error == pytest.approx(math.log(550.0 / realized))
     assert first.covered == (550.0 * 0.98 <= realized <= 550.0 * 1.02)
