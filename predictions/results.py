@@ -17,6 +17,7 @@ from predictions import model_health, price_store
 from predictions.forecasting import volatility
 from predictions.forecasting.calibration import load_calibration
 from predictions.forecasting.combine import combine
+from predictions.forecasting.reading import reading
 from predictions.models import PredictionRequest
 
 HISTORY_BARS_IN_RESULT = 120
@@ -133,6 +134,12 @@ def assemble(
         symbol=request.symbol,
         band_sigma=band_sigma(history.adj_close, request.horizon),
     )
+    dates = forecast_dates(history.dates[-1], request.horizon)
+    # The band leads: what the answer is, before the path it is centred on.
+    combined = {
+        "reading": reading(combined, request.symbol, request.horizon, dates),
+        **combined,
+    }
     members = {entry["model"]: entry for entry in combined.pop("models")}
     models = []
     for run in model_runs:
@@ -169,7 +176,7 @@ def assemble(
             "dates": [str(d) for d in tail.dates],
             "close": [round(float(v), 4) for v in tail.adj_close],
         },
-        "forecast_dates": forecast_dates(history.dates[-1], request.horizon),
+        "forecast_dates": dates,
         "models": models,
         "combined": combined,
         "sentiment": sentiment_summary

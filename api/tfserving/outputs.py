@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from predictions.forecasting import point_skill
 from predictions.models import PredictionRequest
 
 ENSEMBLE = "ensemble"
@@ -44,13 +45,18 @@ def output(
     }
     if model == ENSEMBLE:
         interval = combined.get("interval") or {}
+        reading = combined.get("reading") or {}
+        # The band first: it is the forecast; the path is its centre (see `reading`).
         return common | {
             "version": ENSEMBLE_VERSION,
-            "forecast": combined.get("forecast", []),
             "lower": interval.get("lower"),
             "upper": interval.get("upper"),
             "level": interval.get("level"),
+            "sigma": (interval.get("sigma") or [None])[-1],  # of the horizon's log return
             "coverage": interval.get("coverage"),
+            "forecast": combined.get("forecast", []),
+            "reading": reading.get("sentence"),
+            "beats_no_change": (reading.get("path") or {}).get("beats_no_change"),
             "unsure": combined.get("unsure"),
             "unsure_meaning": combined.get("unsure_meaning"),
         }
@@ -67,13 +73,23 @@ def output(
             f"answer comes from version {served} (versions are registry generations).",
             404,
         )
+    statement = point_skill.statement(prediction.symbol, prediction.horizon, model=model)
     return common | {
         "version": served,
-        "forecast": part.get("forecast", []),
         "lower": None,  # a member has no interval of its own; the ensemble's is calibrated
         "upper": None,
         "level": None,
+        "sigma": None,
         "coverage": None,
+        "forecast": part.get("forecast", []),
+        "reading": (
+            f"{model}'s path alone, with no band of its own: the ensemble's band is the "
+            f"forecast. {statement['sentence']}"
+            if statement
+            else f"{model}'s path alone, with no band of its own: the ensemble's band is "
+            "the forecast. No out-of-sample evaluation of point forecasts was published."
+        ),
+        "beats_no_change": statement["beats_no_change"] if statement else None,
         "unsure": None,
         "unsure_meaning": None,
     }

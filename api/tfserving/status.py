@@ -52,11 +52,14 @@ def _tensor(dtype: str, *dims: int) -> dict[str, Any]:
 def signature(model: str) -> dict[str, Any]:
     """TF Serving's signature_def for `serving_default`, and what it does not say."""
     outputs = {
-        "forecast": _tensor("DT_DOUBLE", -1, -1),
-        "dates": _tensor("DT_STRING", -1, -1),
         "lower": _tensor("DT_DOUBLE", -1, -1),
         "upper": _tensor("DT_DOUBLE", -1, -1),
         "level": _tensor("DT_DOUBLE", -1),
+        "sigma": _tensor("DT_DOUBLE", -1),
+        "forecast": _tensor("DT_DOUBLE", -1, -1),
+        "dates": _tensor("DT_STRING", -1, -1),
+        "reading": _tensor("DT_STRING", -1),
+        "beats_no_change": _tensor("DT_BOOL", -1),
         "unsure": _tensor("DT_BOOL", -1),
         "version": _tensor("DT_INT64", -1),
         "last_bar_date": _tensor("DT_STRING", -1),
@@ -82,5 +85,10 @@ def signature(model: str) -> dict[str, Any]:
         "interval": (
             "the ensemble's 80 % band (the one make evaluate chose) with its measured coverage "
             "and n on this symbol's held-out history; null for a single member"
+        ),
+        "reading": (
+            "the band first (its bounds at the horizon, sigma of the horizon's log return, its "
+            "coverage), then the forecast path labelled as the band's centre, with what the "
+            "out-of-sample evaluation found about point forecasts against no change"
         ),
     }

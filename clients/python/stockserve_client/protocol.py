@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 from dataclasses import dataclass, field
@@ -90,6 +91,9 @@ class Answer:
     prediction_id: str = ""
     error: str = ""
     retry_after: float | None = None
+    # How to read it: the band at the horizon with its sigma first, then the path labelled
+    # as the band's centre with what the evaluation found against no change (docs/api.md).
+    reading: dict[str, Any] | None = None
 
     @property
     def ok(self) -> bool:
@@ -105,7 +109,8 @@ class Answer:
         if raw is None:
             raise ValueError("Not an answer: the entry has no 'answer' field.")
         data = json.loads(raw.decode() if isinstance(raw, bytes) else str(raw))
-        return cls(**data)
+        known = {f.name for f in dataclasses.fields(cls)}  # a newer server may add some
+        return cls(**{k: v for k, v in data.items() if k in known})
 
 
 def answer_from_prediction(request_id: str, prediction: dict[str, Any]) -> Answer:
@@ -135,4 +140,5 @@ def answer_from_prediction(request_id: str, prediction: dict[str, Any]) -> Answe
         coverage=interval.get("coverage"),
         unsure_meaning=str(combined.get("unsure_meaning") or ""),
         prediction_id=str(prediction.get("id", "")),
+        reading=combined.get("reading"),
     )
