@@ -181,12 +181,12 @@ X_TIMEOUT = env_float("X_TIMEOUT", 5.0, minimum=0.1)
 SENTIMENT_MAX_ADJUST = env_float("SENTIMENT_MAX_ADJUST", 0.01, minimum=0.0)
 MODEL_SEED = env_int("MODEL_SEED", 0)
 REGISTRY_KEEP_GENERATIONS = env_int("REGISTRY_KEEP_GENERATIONS", 3, minimum=1)
-# Shadow generations (predictions/generations.py): a newly trained generation is computed
-# and scored beside the serving one, never served, and promoted only when its matured
-# forecasts beat the serving one's over SHADOW_MIN_FORECASTS of them. Off: the newest
-# generation serves as soon as it is trained.
+# Shadow generations (predictions/generations.py): a generation of a new recipe (changed
+# model code or settings) is computed and scored beside the serving one, never served, and
+# promoted only when the daily evidence says it is better (5 % error, however often
+# judged); refits of the serving recipe serve at once. Off: the newest generation serves
+# as soon as it is trained.
 REGISTRY_SHADOW = env_bool("REGISTRY_SHADOW", True)
-SHADOW_MIN_FORECASTS = env_int("SHADOW_MIN_FORECASTS", 10, minimum=1)
 
 # Admission control (predictions/admission.py): pipelines queued or running at once.
 # 0 derives the bound from the live workers: ADMISSION_PER_PROCESS per model process.

@@ -1,11 +1,22 @@
 """Which generation of a model serves, which runs in shadow, and every change with its reason.
 
-Why: a new generation (new bars, a retrain after a demotion, new code) may be worse than
-the one it replaces, and nothing showed it. Now, while REGISTRY_SHADOW is on, a newly
-trained generation runs in *shadow*: computed on the same questions and recorded with the
-forecasts of record, never served. Once SHADOW_MIN_FORECASTS of its forecasts have matured
-beside the serving one's, `judge` promotes it if its errors were smaller and rejects it
-otherwise. An operator can promote a generation or roll back to the one served before
+Why: a new generation may be worse than the one it replaces. Two kinds of new generation
+are told apart by their recipe (the code and settings that made them,
+predictions/forecasting/recipes.py):
+
+* a **refit of the serving recipe** on new bars serves at once: it differs from the
+  generation it replaces by about 1 % of their errors' spread, which no test can rank in
+  any useful time, and model health watches every serving generation;
+* a **new recipe** (changed code or settings) runs in *shadow* while REGISTRY_SHADOW is
+  on: the serving generation keeps answering, and the shadow's forecast is computed after
+  the answer, only for forecasts of record (workers/shadows.py), scored like any member
+  and never served. After each scoring run `judge` reads one observation per trading day
+  (the two generations' 1-day errors in band half-widths) and decides with an anytime-valid
+  test (predictions/forecasting/promotion.py): a shadow that is not better is promoted
+  with probability at most 5 %, however often it is judged. A rejected recipe is not tried
+  again on that (symbol, model).
+
+An operator can promote a generation or roll back to the one served before
 (`manage.py generations`, the staff API). Every change is a GenerationEvent; what serves is
 read from them, so the trail and the state cannot disagree.
 """
@@ -13,14 +24,15 @@ read from them, so the trail and the state cannot disagree.
 from __future__ import annotations
 
 import logging
+import math
 import time
 from collections.abc import Iterable
 from typing import Any
 
-from django.conf import settings
 from django.db import transaction
 
 from predictions import answer_cache
+from predictions.forecasting import promotion
 from predictions.models import ForecastRecord, ForecastScore, GenerationEvent, ModelGeneration
 
 log = logging.getLogger(__name__)
@@ -126,6 +138,7 @@ def _record(
         replaced=replaced,
         reason=reason,
         actor=actor,
+        recipe=generation.recipe,
     )
     log.info("generations: %s/%s %s %s: %s", event.symbol, event.model,
              event.generation, action, reason)  # fmt: skip
@@ -144,14 +157,57 @@ def start_serving(generation: ModelGeneration, reason: str) -> GenerationEvent:
     return _record(generation, GenerationEvent.PROMOTED, reason)
 
 
+def same_recipe(generation: ModelGeneration, recipe: str) -> bool:
+    """Whether the running code would make this generation's kind of state (a generation
+    from before recipes were kept counts as the running code's)."""
+    return generation.recipe in ("", recipe)
+
+
+def refit_served(generation: ModelGeneration, replaced: ModelGeneration) -> GenerationEvent:
+    """A refit of the serving recipe on newer bars serves at once."""
+    return _record(
+        generation,
+        GenerationEvent.PROMOTED,
+        f"refit of the serving recipe on data to {generation.data_last_date}: served at "
+        "once (model health watches it)",
+        replaced=replaced.generation,
+    )
+
+
 def started_shadow(generation: ModelGeneration, serving_now: ModelGeneration) -> GenerationEvent:
     return _record(
         generation,
         GenerationEvent.SHADOW,
-        f"trained on data to {generation.data_last_date}; runs beside generation "
-        f"{serving_now.generation} until {settings.SHADOW_MIN_FORECASTS} of its forecasts "
-        "have matured",
+        f"recipe {generation.recipe} differs from generation {serving_now.generation}'s "
+        f"({serving_now.recipe or 'not recorded'}): the code or settings changed. Trained on "
+        f"data to {generation.data_last_date}; runs beside generation "
+        f"{serving_now.generation} until the judge decides (at most {promotion.MAX_DAYS} "
+        "trading days)",
     )
+
+
+def rejected_recipe(symbol: str, model: str, recipe: str, served: ModelGeneration) -> bool:
+    """Whether a shadow of this recipe was rejected while `served` served."""
+    return (
+        _events(symbol, model)
+        .filter(action=GenerationEvent.REJECTED, recipe=recipe, generation__gt=served.generation)
+        .exists()
+    )
+
+
+def add_shadow_member(record_id: int, model: str, generation: int, path: list[float]) -> bool:
+    """Put a shadow's forecast beside the serving one in a forecast of record. A record
+    scored already is rewound (its score rows are unique, so the scorer adds only the new
+    member's). False when the record is gone or carries that shadow already."""
+    key = shadow_key(model)
+    with transaction.atomic():
+        record = ForecastRecord.objects.select_for_update().filter(id=record_id).first()
+        if record is None or (record.members.get(key) or {}).get("generation") == generation:
+            return False
+        record.members[key] = {"path": path, "weight": 0.0, "generation": generation,
+                               "shadow": True}  # fmt: skip
+        ForecastRecord.objects.filter(id=record_id).update(members=record.members, scored_steps=0)
+    return True
 
 
 def promote(
@@ -191,28 +247,58 @@ def reject(generation: ModelGeneration, reason: str) -> GenerationEvent:
     return _record(generation, GenerationEvent.REJECTED, reason)
 
 
-def _final_errors(symbol: str, model: str, pending: int) -> list[tuple[float, float]]:
-    """(serving, shadow) absolute log errors at the final step of every matured forecast
-    of record that carried this shadow generation."""
+def daily_gains(
+    symbol: str, model: str, served: ModelGeneration, pending: ModelGeneration
+) -> list[tuple[Any, float]]:
+    """(day, gain) per trading day since the shadow was trained: the step-1 errors of the
+    serving generation and the shadow on that day's shortest-horizon forecast of record,
+    in half-widths of its served band (promotion.loss_differences). Days without both
+    scores or without a band are skipped."""
     key = shadow_key(model)
-    records = [
-        r
-        for r in ForecastRecord.objects.filter(symbol=symbol).only("id", "horizon", "members")
-        if (r.members.get(key) or {}).get("generation") == pending and model in r.members
-    ]
-    finals = {r.id: r.horizon for r in records}
-    scores = ForecastScore.objects.filter(record_id__in=finals, model__in=(model, key))
-    by_record: dict[int, dict[str, float]] = {}
-    for record_id, name, step, log_error in scores.values_list(
-        "record_id", "model", "step", "log_error"
-    ):
-        if step == finals[record_id]:
-            by_record.setdefault(record_id, {})[name] = abs(log_error)
-    return [(v[model], v[key]) for v in by_record.values() if model in v and key in v]
+    firsts: dict[Any, ForecastRecord] = {}
+    records = ForecastRecord.objects.filter(
+        symbol=symbol, as_of__gte=pending.data_last_date, scored_steps__gte=1
+    ).only("id", "as_of", "horizon", "lower", "upper", "members")
+    for record in records:
+        members = record.members
+        if (members.get(key) or {}).get("generation") != pending.generation:
+            continue
+        if (members.get(model) or {}).get("generation") != served.generation:
+            continue
+        if not _band_scale(record):
+            continue
+        best = firsts.get(record.as_of)
+        if best is None or record.horizon < best.horizon:
+            firsts[record.as_of] = record
+    errors: dict[tuple[int, str], float] = {
+        (record_id, name): log_error
+        for record_id, name, log_error in ForecastScore.objects.filter(
+            record_id__in=[r.id for r in firsts.values()], step=1, model__in=(model, key)
+        ).values_list("record_id", "model", "log_error")
+    }
+    days, serving_errors, shadow_errors, scales = [], [], [], []
+    for day in sorted(firsts):
+        record = firsts[day]
+        if (record.id, model) in errors and (record.id, key) in errors:
+            days.append(day)
+            serving_errors.append(errors[(record.id, model)])
+            shadow_errors.append(errors[(record.id, key)])
+            scales.append(_band_scale(record))
+    gains = promotion.loss_differences(serving_errors, shadow_errors, scales)
+    return list(zip(days, (float(g) for g in gains), strict=True))
+
+
+def _band_scale(record: ForecastRecord) -> float:
+    """Half the log width of the served band at step 1 (about 1.2 sigma for the 80 % band);
+    0 when the record has no usable band."""
+    lower, upper = record.lower or [], record.upper or []
+    if not lower or not upper or not 0 < lower[0] < upper[0]:
+        return 0.0
+    return math.log(upper[0] / lower[0]) / 2
 
 
 def judge(symbol: str, models: Iterable[str] | None = None) -> list[GenerationEvent]:
-    """Promote or reject each shadow whose forecasts have matured often enough."""
+    """Promote or reject each shadow the daily evidence has decided."""
     names = models or set(
         ModelGeneration.objects.filter(symbol=symbol).values_list("model", flat=True)
     )
@@ -222,19 +308,17 @@ def judge(symbol: str, models: Iterable[str] | None = None) -> list[GenerationEv
         pending = shadow(symbol, model, current) if current is not None else None
         if pending is None or current is None:
             continue
-        pairs = _final_errors(symbol, model, pending.generation)
-        if len(pairs) < settings.SHADOW_MIN_FORECASTS:
+        gains = daily_gains(symbol, model, current, pending)
+        verdict = promotion.decide([gain for _, gain in gains])
+        if verdict.decision == promotion.PENDING:
             continue
-        served_error = sum(p[0] for p in pairs) / len(pairs)
-        shadow_error = sum(p[1] for p in pairs) / len(pairs)
-        verdict = (
-            f"mean |log error| {shadow_error:.4f} against generation {current.generation}'s "
-            f"{served_error:.4f} over {len(pairs)} matured forecasts"
-        )
-        if shadow_error < served_error:
-            decided.append(promote(symbol, model, pending.generation, f"shadow won: {verdict}"))
+        span = f"days {gains[0][0]} to {gains[verdict.days - 1][0]}, against generation " \
+            f"{current.generation}"  # fmt: skip
+        reason = f"{verdict.sentence()}; {span}"
+        if verdict.decision == promotion.PROMOTE:
+            decided.append(promote(symbol, model, pending.generation, reason))
         else:
-            decided.append(reject(pending, f"shadow lost: {verdict}"))
+            decided.append(reject(pending, reason))
     return decided
 
 

@@ -110,6 +110,7 @@ def record(
     data_last_date: date,
     fit_seconds: float,
     metrics: dict[str, Any],
+    recipe: str = "",
     worker: str = "",
 ) -> ModelGeneration:
     """Store a new generation (numbered after the newest) and prune the old ones.
@@ -136,6 +137,7 @@ def record(
                     fit_seconds=fit_seconds,
                     metrics=metrics,
                     state=state,
+                    recipe=recipe,
                     worker=worker,
                 )
         except IntegrityError:

@@ -378,6 +378,10 @@ class ModelGeneration(models.Model):
     metrics = models.JSONField(default=dict)
     state = models.BinaryField()
     worker = models.CharField(max_length=255, blank=True)
+    # The code and settings that made it (predictions/forecasting/recipes.py): a refit of
+    # the serving recipe serves at once, a new recipe is judged in shadow. Empty: made
+    # before recipes were kept, taken as the running code's.
+    recipe = models.CharField(max_length=32, blank=True, default="")
 
     objects = ModelGenerationQuerySet.as_manager()
 
@@ -585,10 +589,11 @@ class GenerationEvent(models.Model):
     registry's audit trail and the source of truth for what serves (predictions/generations.py).
 
     ``promoted``: ``generation`` serves from now on (the first one, a shadow that beat the
-    serving one, or an operator's choice), replacing ``replaced``. ``rolled back``: an
-    operator put ``generation`` (the one ``replaced`` had replaced) back. ``shadow``: a new
-    generation started running beside the serving one. ``rejected``: a shadow lost and is
-    never served.
+    serving one, a refit of the serving recipe, or an operator's choice), replacing
+    ``replaced``. ``rolled back``: an operator put ``generation`` (the one ``replaced`` had
+    replaced) back. ``shadow``: a generation of a new recipe started running beside the
+    serving one. ``rejected``: a shadow the judge did not find better, never served; its
+    ``recipe`` is not tried again on this (symbol, model).
     """
 
     PROMOTED, ROLLED_BACK, SHADOW, REJECTED = "promoted", "rolled back", "shadow", "rejected"
@@ -602,6 +607,7 @@ class GenerationEvent(models.Model):
     reason = models.TextField()
     actor = models.CharField(max_length=150, default="registry")  # or the operator
     created_at = models.DateTimeField(default=timezone.now)
+    recipe = models.CharField(max_length=32, blank=True, default="")  # the generation's
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -18,7 +18,7 @@ from predictions import results
 from predictions.models import PredictionRequest
 from predictions.prices import PriceHistory
 from predictions.results import ModelPart, Part, SentimentPart, StageRecord
-from workers import faults, stages
+from workers import faults, shadows, stages
 from workers.stage_clock import StageClock
 
 log = logging.getLogger(__name__)
@@ -87,5 +87,9 @@ def finish(
         request.mark_failed(f"Could not combine the forecasts: {exc}")
         return {"ok": False, "error": str(exc)}
     result.update(extra or {})
-    request.mark_done(result)
+    if request.mark_done(result):
+        try:
+            shadows.after_answer(request, result)
+        except Exception:  # the answer stands; its record only lacks a shadow's forecast
+            log.exception("could not queue the shadows of %s", request.id)
     return {"ok": True}

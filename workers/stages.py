@@ -12,6 +12,7 @@ from typing import Any
 from django.conf import settings
 
 from predictions import generations, model_registry
+from predictions.forecasting import recipes
 from predictions.forecasting.backtest import evaluate_and_forecast
 from predictions.forecasting.catalog import get_model_class
 from predictions.mentions import gather_sentiment
@@ -34,11 +35,12 @@ def model_run(
 ) -> dict[str, Any]:
     """Backtest and forecast one model with the generation that serves it.
 
-    With shadow generations on (REGISTRY_SHADOW), the serving generation answers, on new
-    bars as it is; a newer generation runs beside it in shadow (trained now if new bars
-    or a fresh run call for one and none is pending) and comes back under ``shadow``,
-    recorded and scored but never combined (predictions/generations.py). Off, the newest
-    generation serves as soon as it is trained.
+    With shadow generations on (REGISTRY_SHADOW), the serving generation answers. New bars
+    refit it, and the refit serves at once when the running code has the serving one's
+    recipe; when the code or settings changed, the serving generation answers as it is and
+    the new recipe is trained and judged in shadow after the answer, for forecasts of
+    record only (workers/shadows.py, predictions/generations.py): the answer's path never
+    waits for it. Off, the newest generation serves as soon as it is trained.
     """
     if not settings.REGISTRY_SHADOW:
         return _newest_run(name, history, horizon, warm_start=warm_start, worker=worker)
@@ -49,26 +51,49 @@ def model_run(
         if first is not None:
             generations.start_serving(first, "the first generation of this model")
         return first_run
+    if generations.same_recipe(served, current_recipe(name)):
+        return _newest_run(
+            name, history, horizon, warm_start=warm_start, worker=worker, serving=served
+        )
     payload = _generation_run(name, served, history, horizon, worker=worker)
     assert payload is not None  # a serving generation always answers (retrained if need be)
-    if payload["trained"]:  # the serving state could not answer on these prices at all
-        return payload
-    pending = generations.shadow(history.symbol, name, served)
-    shade: dict[str, Any] | None = None
-    if pending is not None:
-        shade = _generation_run(name, pending, history, horizon, worker=worker, shadow=True)
-    elif payload["registry"]["state_status"] != "loaded" or not warm_start:
-        shade = _train_shadow(name, served, history, horizon, warm_start, worker)
-    if shade is None:
-        return payload
-    payload["shadow"] = {
-        "generation": shade["registry"]["generation"],
-        "forecast": shade["forecast"],
-        "metrics": shade["metrics"],
-        "mode": shade["registry"]["mode"],
-        "note": "computed and scored beside the serving generation, never served",
-    }
+    if payload["registry"]["generation"] == served.generation:
+        payload["registry"]["judging"] = True  # a shadow is computed after the answer
     return payload
+
+
+def current_recipe(name: str) -> str:
+    return recipes.recipe(name, settings.MODEL_SEED)
+
+
+def shadow_forecast(
+    name: str, history: PriceHistory, horizon: int, worker: str = ""
+) -> tuple[int, list[float]] | None:
+    """(generation, forecast) of the running code's recipe beside a serving generation of
+    another recipe: the pending shadow as it is, or a new one trained from scratch on these
+    prices. None when the serving generation has this recipe, when a shadow of it was
+    rejected already, or when the shadow cannot answer on these prices."""
+    served = generations.serving(history.symbol, name)
+    recipe = current_recipe(name)
+    if served is None or generations.same_recipe(served, recipe):
+        return None
+    pending = generations.shadow(history.symbol, name, served)
+    if pending is not None and pending.recipe != recipe:
+        generations.reject(pending, f"superseded by recipe {recipe} before a verdict")
+        pending = None
+    if pending is None:
+        if generations.rejected_recipe(history.symbol, name, recipe, served):
+            return None
+        run = evaluate_and_forecast(name, history.adj_close, horizon, seed=settings.MODEL_SEED)
+        fresh = _record_generation(name, run, history, None, worker)
+        generations.started_shadow(fresh, served)
+        payload = run.as_dict()
+        model_registry.store_run(
+            fresh, horizon, history.content_key(), get_model_class(name).state_version, payload
+        )
+        return fresh.generation, list(payload["forecast"])
+    answered = _generation_run(name, pending, history, horizon, worker=worker, shadow=True)
+    return None if answered is None else (pending.generation, list(answered["forecast"]))
 
 
 def _generation_run(
@@ -122,35 +147,9 @@ def _generation_run(
     return payload
 
 
-def _train_shadow(
-    name: str,
-    served: Any,
-    history: PriceHistory,
-    horizon: int,
-    warm_start: bool,
-    worker: str,
-) -> dict[str, Any] | None:
-    """A new generation from the serving one's state (fine-tuned where the model allows,
-    else refitted; from scratch for a fresh run), started in shadow."""
-    state = model_registry.state_of(served) if warm_start else None
-    run = evaluate_and_forecast(
-        name, history.adj_close, horizon, seed=settings.MODEL_SEED, state=state
-    )
-    if not run.trained:  # the serving state fits these prices after all: nothing new
-        return None
-    parent = served if run.mode == "fine-tuned" else None
-    fresh = _record_generation(name, run, history, parent, worker)
-    generations.started_shadow(fresh, served)
-    payload = run.as_dict()
-    model_registry.store_run(
-        fresh, horizon, history.content_key(), get_model_class(name).state_version, payload
-    )
-    payload["registry"] = {"generation": fresh.generation, "mode": run.mode}
-    return payload
-
-
 def _record_generation(name: str, run: Any, history: PriceHistory, parent: Any, worker: str) -> Any:
     return model_registry.record(
+        recipe=current_recipe(name),
         symbol=history.symbol,
         model=name,
         state=run.state,
@@ -168,9 +167,16 @@ def _record_generation(name: str, run: Any, history: PriceHistory, parent: Any, 
 
 
 def _newest_run(
-    name: str, history: PriceHistory, horizon: int, *, warm_start: bool = True, worker: str = ""
+    name: str,
+    history: PriceHistory,
+    horizon: int,
+    *,
+    warm_start: bool = True,
+    worker: str = "",
+    serving: Any = None,
 ) -> dict[str, Any]:
-    """Backtest and forecast one model, reusing the newest registry generation if it fits.
+    """Backtest and forecast one model, reusing the newest registry generation (or the
+    `serving` one, whose refit then serves at once) if it fits.
 
     Same data as a run the newest generation already made for this horizon: that run is
     reused as is (a lookup: the run is a pure function of state, prices and horizon).
@@ -181,7 +187,7 @@ def _newest_run(
     """
     price_key = history.content_key()
     state_version = get_model_class(name).state_version
-    previous = model_registry.latest(history.symbol, name) if warm_start else None
+    previous = (serving or model_registry.latest(history.symbol, name)) if warm_start else None
     if previous is not None:
         stored = model_registry.stored_run(previous, horizon, price_key, state_version)
         if stored is not None:
@@ -203,6 +209,8 @@ def _newest_run(
         fine_tuned = getattr(run, "mode", "trained") == "fine-tuned"
         generation = _record_generation(name, run, history, previous if fine_tuned else None,
                                         worker)  # fmt: skip
+        if serving is not None:
+            generations.refit_served(generation, serving)
     payload = run.as_dict()
     if generation is not None and (run.trained or run.state_status == "loaded"):
         model_registry.store_run(generation, horizon, price_key, state_version, payload)

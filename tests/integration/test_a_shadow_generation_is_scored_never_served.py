@@ -1,96 +1,110 @@
-"""A new generation runs in shadow: computed and recorded beside the serving one, never
-served, promoted only when its matured forecasts beat the serving one's; an operator's
-rollback serves the previous generation again (through the real worker)."""
+"""A refit of the serving recipe serves at once; a new recipe (changed code or settings) runs
+in shadow, computed after the answer for its forecast of record, never served, and judged
+on daily evidence: rejected when worse (and not tried again), promoted when better; an
+operator's rollback serves the previous generation again (through the real worker)."""
 
 from __future__ import annotations
 
-from datetime import timedelta
+from datetime import date, timedelta
 
 import pytest
 
 from predictions import generations
-from predictions.models import ForecastRecord, ForecastScore, GenerationEvent
+from predictions.models import ForecastRecord, ForecastScore, GenerationEvent, ModelGeneration
 from predictions.sources import price_chain
 from tests.support.api import submit_and_wait
+from tests.support.waiting import eventually
 from workers import stages
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration]
 
 
-def matured(symbol: str, model: str, shadow: int, serving_error: float, shadow_error: float,
-            count: int) -> None:  # fmt: skip
-    """`count` matured 3-day forecasts of record carrying both, with these final errors."""
-    first = ForecastRecord.objects.filter(symbol=symbol).count()
-    for i in range(count):
+def daily_scores(symbol: str, model: str, serving: int, shadow: int, after: date,
+                 serving_error: float, shadow_error: float, days: int) -> None:  # fmt: skip
+    """`days` 1-day forecasts of record carrying both generations, one per day after
+    `after`, scored at step 1 with these log errors, in a band 1 % wide each side."""
+    for i in range(1, days + 1):
         record = ForecastRecord.objects.create(
-            symbol=symbol, horizon=3, as_of=price_chain().fetch(symbol).first_bar_date
-            + timedelta(days=first + i), as_of_close=100.0, path=[100.0] * 3,
-            members={model: {"path": [100.0] * 3, "generation": 1},
-                     generations.shadow_key(model): {"path": [101.0] * 3,
-                                                     "generation": shadow}},
+            symbol=symbol, horizon=1, as_of=after + timedelta(days=i), as_of_close=100.0,
+            path=[100.0], lower=[99.0], upper=[101.0], level=0.8, scored_steps=1,
+            members={model: {"path": [100.0], "generation": serving},
+                     generations.shadow_key(model): {"path": [100.0], "generation": shadow}},
         )  # fmt: skip
         for name, error in ((model, serving_error), (generations.shadow_key(model), shadow_error)):
             ForecastScore.objects.create(
-                record=record, model=name, step=3, date=record.as_of, forecast=100.0,
+                record=record, model=name, step=1, date=record.as_of, forecast=100.0,
                 realized=100.0, log_error=error,
             )  # fmt: skip
 
 
-def test_a_shadow_is_never_served_and_is_promoted_only_on_better_scores(
-    staff_api_client, celery_worker
+def recorded_shadow(symbol: str, horizon: int) -> ForecastRecord | None:
+    record = ForecastRecord.objects.filter(symbol=symbol, horizon=horizon).first()
+    return record if record is not None and "ridge~shadow" in record.members else None
+
+
+def test_a_new_recipe_is_judged_in_shadow_and_a_refit_serves_at_once(
+    staff_api_client, celery_worker, monkeypatch
 ):
     full = price_chain().fetch("GOOG")
     older = full.through(full.dates[-2].item())
-
-    first = stages.model_run("ridge", older, 3)
-    assert first["registry"]["generation"] == 1
+    assert stages.model_run("ridge", older, 3)["registry"]["generation"] == 1
     assert generations.serving("GOOG", "ridge").generation == 1
 
-    # New bars: generation 1 answers on them as it is; generation 2 trains in shadow.
-    newer = stages.model_run("ridge", full, 3)
-    assert newer["registry"]["generation"] == 1 and newer["registry"]["mode"] == "as-is"
-    assert newer["shadow"]["generation"] == 2
-    assert newer["shadow"]["forecast"] != newer["forecast"]
-    assert generations.shadow("GOOG", "ridge").generation == 2
+    # New bars, the same recipe: the refit serves at once, no shadow.
+    refit = stages.model_run("ridge", full, 3)
+    assert refit["registry"]["generation"] == 2 and "judging" not in refit["registry"]
+    assert generations.serving("GOOG", "ridge").generation == 2
+    assert "refit of the serving recipe" in generations.history("GOOG")[0]["reason"]
 
-    # The real worker answers with the serving generation and records the shadow beside it.
+    # The code changed since generation 2 was made: it answers as it is, on the request's
+    # path; the new recipe is computed after the answer, for the forecast of record only.
+    ModelGeneration.objects.filter(symbol="GOOG", model="ridge").update(recipe="older-code")
     _, prediction = submit_and_wait(staff_api_client, symbol="GOOG", horizon=3)
     assert prediction["status"] == "done", prediction["error"]
     ridge = next(m for m in prediction["result"]["models"] if m["model"] == "ridge")
-    assert ridge["registry"]["generation"] == 1 and ridge["shadow"]["generation"] == 2
+    assert ridge["registry"]["generation"] == 2 and ridge["registry"]["judging"] is True
     combined = prediction["result"]["combined"]
     members = {m["model"]: m for m in prediction["result"]["models"] if m["ok"]}
     served_mix = sum(m["weight"] * m["forecast"][-1] for m in members.values())
     assert combined["forecast"][-1] == pytest.approx(served_mix)  # the shadow weighs nothing
-    record = ForecastRecord.objects.get(symbol="GOOG", horizon=3)
-    assert record.members["ridge~shadow"]["generation"] == 2
+    record = eventually(lambda: recorded_shadow("GOOG", 3), 60, "the shadow's forecast")
+    assert record.members["ridge~shadow"]["generation"] == 3
+    pending = generations.shadow("GOOG", "ridge")
+    assert pending.generation == 3 and pending.recipe == stages.current_recipe("ridge")
+    assert generations.history("GOOG")[0]["action"] == "shadow"
 
-    # Too few matured forecasts: no verdict. Worse: rejected, generation 1 still serves.
-    matured("GOOG", "ridge", 2, serving_error=0.01, shadow_error=0.02, count=9)
-    assert generations.judge("GOOG", ["ridge"]) == []
-    matured("GOOG", "ridge", 2, serving_error=0.01, shadow_error=0.02, count=1)
+    # Evidence accumulates one day at a time; a worse shadow is rejected, not tried again.
+    after = pending.data_last_date
+    daily_scores("GOOG", "ridge", 2, 3, after, serving_error=0.005, shadow_error=0.015, days=3)
+    assert generations.judge("GOOG", ["ridge"]) == []  # three days decide nothing
+    daily_scores("GOOG", "ridge", 2, 3, after + timedelta(days=3), 0.005, 0.015, days=40)
     [rejected] = generations.judge("GOOG", ["ridge"])
-    assert rejected.action == GenerationEvent.REJECTED and "shadow lost" in rejected.reason
-    assert generations.serving("GOOG", "ridge").generation == 1
+    assert rejected.action == GenerationEvent.REJECTED and "shadow worse" in rejected.reason
+    assert generations.serving("GOOG", "ridge").generation == 2
     assert generations.shadow("GOOG", "ridge") is None
+    assert stages.shadow_forecast("ridge", full, 3) is None
 
-    # A fresh run trains the next shadow; better scores promote it, and it serves.
-    assert stages.model_run("ridge", full, 3, warm_start=False)["shadow"]["generation"] == 3
-    matured("GOOG", "ridge", 3, serving_error=0.02, shadow_error=0.01, count=10)
+    # Another change of the code: its shadow is better day after day, and is promoted.
+    monkeypatch.setattr(stages, "current_recipe", lambda name: "newer-code")
+    made = stages.shadow_forecast("ridge", full, 3)
+    assert made is not None and made[0] == 4
+    daily_scores("GOOG", "ridge", 2, 4, after + timedelta(days=100), 0.015, 0.005, days=40)
     [promoted] = generations.judge("GOOG", ["ridge"])
-    assert promoted.action == GenerationEvent.PROMOTED and promoted.replaced == 1
-    assert stages.model_run("ridge", full, 3)["registry"]["generation"] == 3
+    assert promoted.action == GenerationEvent.PROMOTED and promoted.replaced == 2
+    assert "shadow better" in promoted.reason
+    assert stages.model_run("ridge", full, 3)["registry"]["generation"] == 4
 
-    # The operator rolls back: the next answer (no cached one survives) comes from 1 again.
+    # The operator rolls back: the next answer (no cached one survives) comes from 2 again.
     response = staff_api_client.post(
         "/api/v1/generations/GOOG/ridge/",
-        {"action": "rollback", "reason": "generation 3 drifts on the page"},
+        {"action": "rollback", "reason": "generation 4 drifts on the page"},
         format="json",
     )
     assert response.status_code == 200, response.content
     assert response.json()["event"]["action"] == "rolled back"
     _, again = submit_and_wait(staff_api_client, symbol="GOOG", horizon=3)
     ridge = next(m for m in again["result"]["models"] if m["model"] == "ridge")
-    assert again["cache_hit"] is False and ridge["registry"]["generation"] == 1
+    assert again["cache_hit"] is False and ridge["registry"]["generation"] == 2
     trail = [(e["generation"], e["action"]) for e in generations.history("GOOG")]
-    assert trail[:4] == [(1, "rolled back"), (3, "promoted"), (3, "shadow"), (2, "rejected")]
+    assert trail[:5] == [(2, "rolled back"), (4, "promoted"), (4, "shadow"), (3, "rejected"),
+                         (3, "shadow")]  # fmt: skip

@@ -57,10 +57,12 @@ def test_a_cold_request_neither_reads_nor_reuses_the_registry(settings):
     assert cold["trained"] is True and cold["registry"]["run"] == "computed"
 
 
-def test_with_shadows_a_cold_request_trains_a_shadow_and_the_serving_generation_answers():
+def test_with_shadows_a_cold_request_trains_afresh_and_the_refit_serves_at_once():
     history = price_chain().fetch("MSFT")
     first = stages.model_run("naive", history, 2)
     cold = stages.model_run("naive", history, 2, warm_start=False)
-    assert cold["registry"]["generation"] == first["registry"]["generation"] == 1
-    assert cold["forecast"] == first["forecast"]
-    assert cold["shadow"]["generation"] == 2 and cold["shadow"]["mode"] == "trained"
+    assert first["registry"]["generation"] == 1
+    assert cold["trained"] is True and cold["registry"]["generation"] == 2
+    assert "shadow" not in cold and "judging" not in cold["registry"]
+    again = stages.model_run("naive", history, 2)
+    assert again["registry"]["generation"] == 2 and again["registry"]["run"] == "stored"
