@@ -5,6 +5,9 @@ family and ``YFRateLimitError``, curl_cffi network errors, and curl ``HTTPError`
 404s from its quote lookup. The chain needs three answers: unknown symbol, rate
 limited, or unreachable; a circuit breaker then keeps an offline machine from
 paying a timeout per request. Yahoo's API is meant for personal use.
+
+Yahoo's daily history carries today's bar while its session trades; the provider drops a
+last bar whose session has not closed (`sessions`), so every bar it serves is final.
 """
 
 from __future__ import annotations
@@ -13,9 +16,12 @@ import logging
 import re
 import tempfile
 import threading
+from collections.abc import Callable
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from . import sessions
 from .base import (
     PriceDataError,
     PriceHistory,
@@ -73,8 +79,13 @@ def configure_yfinance(cache_dir: str | Path | None = None) -> Path:
         return _cache_dir
 
 
+def wall_clock() -> datetime:
+    return datetime.now(UTC)
+
+
 class YahooProvider(PriceProvider):
-    """Fetches ``period`` of daily bars per symbol, bounded by ``timeout``."""
+    """Fetches ``period`` of daily bars per symbol, bounded by ``timeout``; ``now`` (the
+    wall clock; a fixed instant in tests) decides whether the last bar's session closed."""
 
     name = SOURCE
 
@@ -86,6 +97,7 @@ class YahooProvider(PriceProvider):
         breaker: CircuitBreaker | None = None,
         cache_dir: str | Path | None = None,
         total_timeout: float | None = None,
+        now: Callable[[], datetime] = wall_clock,
     ) -> None:
         if period not in VALID_PERIODS:
             raise ValueError(f"period must be one of {', '.join(VALID_PERIODS)}, got {period!r}")
@@ -97,6 +109,7 @@ class YahooProvider(PriceProvider):
         self.total_timeout = float(total_timeout) if total_timeout else 3 * self.timeout
         self.breaker = breaker if breaker is not None else CircuitBreaker(SOURCE)
         self.cache_dir = cache_dir
+        self.now = now
 
     def refusal(self, symbol: str) -> PriceDataError | None:
         """Malformed symbol -> UnknownSymbol; open circuit -> ProviderUnavailable."""
@@ -127,6 +140,7 @@ class YahooProvider(PriceProvider):
 
         configure_yfinance(self.cache_dir)
         shared_session()
+        sessions.warm_up()
 
     def history(self, symbol: str) -> PriceHistory:
         """Fetch from Yahoo; opens the breaker on network failures and rate limits."""
@@ -174,7 +188,8 @@ class YahooProvider(PriceProvider):
                 reason="returned no bars",
             )
         index = frame.index
-        if getattr(index, "tz", None) is not None:
+        zone = getattr(index, "tz", None)  # yfinance gives the exchange's time zone
+        if zone is not None:
             index = index.tz_localize(None)  # bars are stamped at local midnight
         # Yahoo's "close" is split-adjusted; "Adj Close" also folds in dividends. When
         # Yahoo sends no adjclose series, yfinance copies Close into "Adj Close".
@@ -199,7 +214,28 @@ class YahooProvider(PriceProvider):
             ) from exc
         if len(history) < len(frame):
             log.info("%s: dropped %d unusable Yahoo rows", sym, len(frame) - len(history))
-        return history
+        return self._closed_sessions(history, str(zone) if zone is not None else None)
+
+    def _closed_sessions(self, history: PriceHistory, zone: str | None) -> PriceHistory:
+        """The history without a last bar whose session is still open (see `sessions`)."""
+        exchange = sessions.exchange_for(history.symbol, zone)
+        closed = sessions.without_open_session(history, exchange, self.now())
+        if closed is None:
+            raise ProviderUnavailable(
+                f"yfinance has no finished session for {history.symbol} yet: its only bar, "
+                f"{history.last_bar_date}, is still trading.",
+                provider=self.name,
+                symbol=history.symbol,
+                reason="has no finished session yet",
+            )
+        if closed is not history:
+            log.info(
+                "%s: dropped the bar of %s, its session (%s) has not closed",
+                history.symbol,
+                history.last_bar_date,
+                exchange.describe(),
+            )
+        return closed
 
     def _classify(self, sym: str, exc: Exception) -> PriceDataError | None:
         """Our error for a yfinance/curl failure; None for anything else (let it raise)."""
