@@ -1,10 +1,10 @@
 """The market clock: which trading day it is, the same for every process.
 
-`live`: the wall clock; providers serve every bar they have, and new bars arrive when the
-market makes them. `replay`: the offline sample data is served only up to the clock's
-date, and the clock moves one trading day at a time (on its own every
-REPLAY_SECONDS_PER_DAY while running, or when an operator steps it), so forecasts the
-service made can mature and be scored on a machine with no network.
+`live`: the wall clock; providers serve every finished bar (a session still trading is
+dropped), and new bars arrive when the market makes them. `replay`: the offline sample
+data is served only up to the clock's date, and the clock moves one trading day at a time
+(on its own every REPLAY_SECONDS_PER_DAY while running, or when an operator steps it), so
+forecasts the service made can mature and be scored on a machine with no network.
 
 The replay's state is one Redis hash, so the web processes, the workers and the
 operator's commands agree on the date. A step is a compare-and-set on the date: two
