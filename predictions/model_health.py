@@ -3,50 +3,75 @@ demotion does.
 
 Each scoring run looks again at the symbol's models (`evaluate`): one scored step per
 market day (step 1 of the shortest horizon recorded, so steps do not overlap), each
-model's absolute log error against the median of the others' on the same day
-(`predictions.forecasting.health`). An alarm demotes the model: from then on
-`demoted(symbol)` names it with the reason, and the combiner gives it no weight.
+model's absolute log error against the median of the others' on the same day, in units of
+that day's σ (`predictions.forecasting.health`). σ is read from the band the forecast of
+record served: half the log width of its step 1, `log(upper[0] / lower[0]) / 2` (a fixed
+multiple of the 1-day σ, which the test's own standardization cancels). An alarm demotes
+the model: from then on `demoted(symbol)` names it with the reason, and the combiner gives
+it no weight.
 """
 
 from __future__ import annotations
 
 import logging
+import math
 from collections import defaultdict
 from datetime import date
 from typing import Any
 
 from django.utils import timezone
 
-from predictions.forecasting.health import cusum, peer_gaps
+from predictions.forecasting.health import H, cusum, peer_gaps, scaled
 from predictions.models import ForecastRecord, ForecastScore, ModelHealth
 
 log = logging.getLogger(__name__)
 WINDOW_DAYS = 400  # scored days the test looks back over
 
 
-def daily_errors(symbol: str) -> tuple[list[date], dict[str, dict[date, float]]]:
-    """Per model, the absolute log error of step 1 of the shortest horizon, by day."""
+def daily_errors(
+    symbol: str,
+) -> tuple[list[date], dict[str, dict[date, float]], dict[date, float | None]]:
+    """Per model, the absolute log error of step 1 of the shortest horizon, by day; and
+    each day's σ from its record's band (None: recorded without one)."""
     horizons = ForecastRecord.objects.filter(symbol=symbol).values_list("horizon", flat=True)
     if not horizons:
-        return [], {}
+        return [], {}, {}
     shortest = min(horizons)
     rows = (
         ForecastScore.objects.filter(record__symbol=symbol, record__horizon=shortest, step=1)
         .exclude(model=ForecastScore.ENSEMBLE)
         .exclude(model__endswith="~shadow")  # a shadow is judged against its serving one
         .order_by("-date")
-        .values_list("date", "model", "log_error")[: WINDOW_DAYS * 8]
+        .values_list("date", "model", "log_error", "record_id")[: WINDOW_DAYS * 8]
     )
     errors: dict[str, dict[date, float]] = defaultdict(dict)
-    for day, model, log_error in rows:
+    record_of: dict[date, int] = {}
+    for day, model, log_error, record_id in rows:
         errors[model].setdefault(day, abs(log_error))
+        record_of.setdefault(day, record_id)
     days = sorted({day for by_day in errors.values() for day in by_day})[-WINDOW_DAYS:]
-    return days, errors
+    bands = ForecastRecord.objects.filter(id__in={record_of[d] for d in days})
+    sigma_of = {
+        pk: band_sigma(lower, upper)
+        for pk, lower, upper in bands.values_list("id", "lower", "upper")
+    }
+    return days, errors, {d: sigma_of.get(record_of[d]) for d in days}
+
+
+def band_sigma(lower: list[float] | None, upper: list[float] | None) -> float | None:
+    """Half the log width of the band's first step (None without a usable band)."""
+    try:
+        low, high = float((lower or [])[0]), float((upper or [])[0])
+    except (IndexError, TypeError, ValueError):
+        return None
+    if not 0 < low < high or not math.isfinite(high):
+        return None
+    return math.log(high / low) / 2
 
 
 def evaluate(symbol: str) -> list[str]:
     """Run the test for each of the symbol's models; the models demoted now."""
-    days, errors = daily_errors(symbol)
+    days, errors, sigmas = daily_errors(symbol)
     demoted_now = []
     watching = dict(ModelHealth.objects.filter(symbol=symbol).values_list("model", "watching_from"))
     yardsticks = [m for m in errors if m not in demoted(symbol)]  # a demoted model is none
@@ -57,7 +82,8 @@ def evaluate(symbol: str) -> list[str]:
         pairs = [
             (d, e, p) for d, e, p in zip(mine, (by_day[d] for d in mine), peers, strict=True) if p
         ]
-        gaps = peer_gaps([e for _, e, _ in pairs], [p for _, _, p in pairs])
+        raw = peer_gaps([e for _, e, _ in pairs], [p for _, _, p in pairs])
+        gaps, unscaled = scaled(raw, [sigmas.get(d) for d, _, _ in pairs])
         verdict = cusum(gaps)
         health, _ = ModelHealth.objects.get_or_create(symbol=symbol, model=model)
         health.statistic, health.steps, health.updated_at = (
@@ -70,13 +96,25 @@ def evaluate(symbol: str) -> list[str]:
             health.state, health.since = ModelHealth.DEMOTED, since
             health.reason = (
                 f"its live errors exceeded its peers' by more than its usual margin "
-                f"(CUSUM {verdict.statistic:.1f} > 8 after {verdict.steps} scored days; "
-                f"alarm on the bar of {since})"
+                f"(CUSUM {verdict.statistic:.1f} > {H:g} after {verdict.steps} scored days; "
+                f"alarm on the bar of {since}; {_units(unscaled, len(gaps))})"
             )
             demoted_now.append(model)
             log.warning("model health: %s/%s demoted: %s", symbol, model, health.reason)
         health.save()
     return demoted_now
+
+
+def _units(unscaled: int, days: int) -> str:
+    """What the gaps were measured in, for the reason."""
+    if unscaled == 0:
+        return "gaps in units of the band's sigma"
+    if unscaled == days:
+        return "no day had a band: unscaled gaps"
+    return (
+        f"gaps in units of the band's sigma; {unscaled} of {days} days had no band and "
+        f"were divided by the typical sigma instead"
+    )
 
 
 def demoted(symbol: str) -> dict[str, str]:

@@ -46,7 +46,9 @@ def test_a_three_percent_bias_is_caught_within_ten_days():
         assert verdict.alarm_at is not None
         delays.append(verdict.alarm_at - 100)
     caught = [d for d in delays if 0 <= d < 10]
-    assert len(caught) >= 0.8 * len(delays)  # most; the rest: noise alarms before it, or late
+    # Three in four; the rest: noise alarms before it, or late. (Four in five at H = 8: the
+    # threshold set for at most 0.2 false alarms per model-year costs a day or two.)
+    assert len(caught) >= 0.7 * len(delays)
 
 
 def test_the_test_waits_for_its_reference_window():
