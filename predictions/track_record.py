@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 from django.conf import settings
-from django.db.models import F, Q
+from django.db.models import F, Q, QuerySet
 
 from predictions.forecasting.proper_scores import interval_score
 from predictions.models import ForecastRecord, ForecastScore
@@ -70,7 +70,7 @@ def score(history: PriceHistory, limit: int | None = None) -> Scored:
     return Scored(written, full=seen >= limit)
 
 
-def _say_unscorable(missing: Any, history: PriceHistory) -> None:
+def _say_unscorable(missing: QuerySet[ForecastRecord], history: PriceHistory) -> None:
     """Log the records whose origin today's history lacks (e.g. Yahoo dropped the bar):
     their returns cannot be read from it."""
     days = sorted({d.isoformat() for d in missing.values_list("as_of", flat=True)[:50]})
@@ -87,6 +87,7 @@ def _say_unscorable(missing: Any, history: PriceHistory) -> None:
 
 
 def _score_one(entry: ForecastRecord, history: PriceHistory) -> int:
+    """Score the steps the history newly reaches; its as-of bar is in the history."""
     origin = int(np.searchsorted(history.dates, np.datetime64(entry.as_of, "D")))
     reached = min(entry.horizon, len(history) - 1 - origin)
     if reached <= entry.scored_steps:
