@@ -15,11 +15,19 @@ and a stormy day weigh alike) and capped at CLIP half-widths, and
 
     d_t = loss(serving) - loss(shadow)   in [-CLIP, CLIP], > 0 when the shadow erred less.
 
-Two gamblers bet on x_t = d_t / CLIP in [-1, 1] with the aGRAPA plug-in fraction
-(lambda_t = mean / (variance + mean^2) of the earlier x, in [0, MAX_BET]): one on the
-shadow being better (promote when its wealth reaches 1/alpha), one on it being worse
-(reject when its wealth does). A shadow neither process decides within MAX_DAYS is
-rejected: no evidence that it is better, so the serving generation stays.
+Two generations of this service differ by little: their daily gains are a few hundredths
+of a band half-width, so a bet sized for the whole range [-CLIP, CLIP] would need years.
+Each gain is therefore put on the scale of the earlier ones: x_t = d_t / (SPREAD * rms of
+d before t), capped to [-1, 1] (the first day only sets the scale). "Better" means a
+positive mean of these capped gains, which for two equally good generations (whose gains
+are as likely one sign as the other) is exactly zero; a shadow that errs less on most days
+but far more on a few is judged by its capped gains.
+
+Two gamblers bet on x_t with the aGRAPA plug-in fraction (lambda_t = mean / (variance +
+mean^2) of the earlier x, in [0, MAX_BET]): one on the shadow being better (promote when
+its wealth reaches 1/alpha), one on it being worse (reject when its wealth does). A shadow
+neither process decides within MAX_DAYS is rejected: no evidence that it is better, so
+the serving generation stays.
 """
 
 from __future__ import annotations
@@ -33,6 +41,7 @@ ALPHA = 0.05  # probability of promoting a shadow that is not better, however of
 CLIP = 2.0  # band half-widths: a loss counts for at most this much
 MAX_DAYS = 250  # observations (trading days) before an undecided shadow is rejected
 MAX_BET = 0.75  # the largest fraction of wealth staked on one day
+SPREAD = 3.0  # a day's gain counts for at most this many times the earlier gains' rms
 PRIOR_VARIANCE = 0.25  # the bet's variance estimate before any observation (W-S & R)
 
 PROMOTE, REJECT, PENDING = "promote", "reject", "pending"
@@ -100,19 +109,14 @@ def wealth(x: Floats, max_bet: float = MAX_BET) -> np.ndarray:
     return np.asarray(np.exp(np.cumsum(np.log1p(bet * values))), dtype=float)
 
 
-def decide(
-    gains: Floats,
-    alpha: float = ALPHA,
-    max_days: int = MAX_DAYS,
-    clip: float = CLIP,
-) -> Verdict:
+def decide(gains: Floats, alpha: float = ALPHA, max_days: int = MAX_DAYS) -> Verdict:
     """The verdict on a shadow from its daily gains d_t (oldest first), as of the last one.
 
     The decision is taken at the first day either wealth reaches 1/alpha, so reading the
     sequence again later (the judge runs after every scoring) never changes it.
     """
     d = np.asarray(gains, dtype=float)[:max_days]
-    x = d / clip
+    x = scaled(d)
     better, worse = wealth(x), wealth(-x)
     threshold = 1.0 / alpha
     crossed_better = np.flatnonzero(better >= threshold)
@@ -126,6 +130,16 @@ def decide(
     if d.size >= max_days:
         return _verdict(REJECT, d, better, worse, d.size)
     return _verdict(PENDING, d, better, worse, d.size)
+
+
+def scaled(gains: Floats, spread: float = SPREAD) -> np.ndarray:
+    """x_t = d_t / (spread * rms(d_0 .. d_{t-1})), capped to [-1, 1]; 0 on the first day
+    and while every earlier gain was 0 (identical forecasts teach nothing)."""
+    d = np.asarray(gains, dtype=float)
+    earlier = np.concatenate(([0.0], np.cumsum(d * d)[:-1])) / np.maximum(np.arange(d.size), 1)
+    rms = np.sqrt(earlier)
+    x = np.divide(d, spread * rms, out=np.zeros_like(d), where=rms > 0)
+    return np.asarray(np.clip(x, -1.0, 1.0), dtype=float)
 
 
 def _verdict(
