@@ -34,4 +34,5 @@ def mention_providers() -> list[MentionProvider]:
         bearer_token=settings.X_BEARER_TOKEN or None,
         timeout=settings.X_TIMEOUT,
         latency_ms=settings.MENTION_LATENCY_MS,
+        replay_today=market_clock.today if market_clock.is_replay() else None,
     )

@@ -11,6 +11,7 @@ import random
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import replace
+from datetime import date
 
 from predictions.latency import SUFFIX, LatencyProfile
 
@@ -70,11 +71,13 @@ def build_providers(
     bearer_token: str | None,
     timeout: float = 5.0,
     latency_ms: tuple[float, float] | None = None,
+    replay_today: Callable[[], date | None] | None = None,
 ) -> list[MentionProvider]:
     """Build providers from the MENTION_PROVIDERS setting, e.g. ``["x", "sample"]``.
 
     ``"x"`` without a token becomes a placeholder that fails at once with a clear
     reason. ``latency_ms=(mean, jitter)`` wraps each real provider in a sleep.
+    ``replay_today`` (a replay's clock) cuts the sample posts at the replayed day.
     """
     cleaned = [name.strip().lower() for name in names]
     unknown = [name for name in cleaned if name not in PROVIDER_NAMES]
@@ -90,7 +93,11 @@ def build_providers(
         if name == "x" and not token:
             providers.append(UnconfiguredXProvider())  # no remote call, so no emulated latency
             continue
-        provider = XProvider(token, timeout=timeout) if name == "x" else SampleMentionProvider()
+        provider = (
+            XProvider(token, timeout=timeout)
+            if name == "x"
+            else SampleMentionProvider(today=replay_today)
+        )
         if latency_ms is not None:
             provider = LatencyEmulatedMentions(provider, *latency_ms)
         providers.append(provider)
