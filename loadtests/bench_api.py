@@ -61,6 +61,8 @@ class Stack:
     logs: Path
     port: int = field(default_factory=free_port)
     proc: subprocess.Popen[bytes] | None = None
+    extra: dict[str, str] = field(default_factory=dict)  # settings of this deployment
+    root: Path = ROOT  # the checkout it runs (another commit's, to compare)
 
     @property
     def base(self) -> str:
@@ -85,6 +87,7 @@ class Stack:
             "MENTION_PROVIDERS": "sample",
             "LOG_LEVEL": "WARNING",
             "TF_CPP_MIN_LOG_LEVEL": "3",
+            **self.extra,
         }
 
     def start(self, timeout_s: float = 240) -> float:
@@ -94,7 +97,7 @@ class Stack:
             "stack",
             [sys.executable, "-m", "devstack"],
             env=self.env(),
-            cwd=ROOT,
+            cwd=self.root,
             log_path=self.logs / f"stack-{int(time.time())}.log",
         )
         while time.monotonic() - started < timeout_s:
@@ -116,7 +119,7 @@ class Stack:
     def manage(self, *args: str) -> str:
         out = subprocess.run(
             processes.manage(*args).argv(),
-            cwd=ROOT,
+            cwd=self.root,
             env=self.env(),
             capture_output=True,
             text=True,
