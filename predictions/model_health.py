@@ -14,14 +14,13 @@ it no weight.
 from __future__ import annotations
 
 import logging
-import math
 from collections import defaultdict
 from datetime import date
 from typing import Any
 
 from django.utils import timezone
 
-from predictions.forecasting.health import H, cusum, peer_gaps, scaled
+from predictions.forecasting.health import H, band_sigma, cusum, peer_gaps, scaled
 from predictions.models import ForecastRecord, ForecastScore, ModelHealth
 
 log = logging.getLogger(__name__)
@@ -56,17 +55,6 @@ def daily_errors(
         for pk, lower, upper in bands.values_list("id", "lower", "upper")
     }
     return days, errors, {d: sigma_of.get(record_of[d]) for d in days}
-
-
-def band_sigma(lower: list[float] | None, upper: list[float] | None) -> float | None:
-    """Half the log width of the band's first step (None without a usable band)."""
-    try:
-        low, high = float((lower or [])[0]), float((upper or [])[0])
-    except (IndexError, TypeError, ValueError):
-        return None
-    if not 0 < low < high or not math.isfinite(high):
-        return None
-    return math.log(high / low) / 2
 
 
 def evaluate(symbol: str) -> list[str]:

@@ -22,6 +22,7 @@ of at most 0.2 per model-year on the years before 2008 and measured on 2008 onwa
 
 from __future__ import annotations
 
+import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -73,6 +74,18 @@ def scaled(gaps: Sequence[float], sigmas: Sequence[float | None]) -> tuple[list[
         g / (s if s is not None and s > 0 else typical) for g, s in zip(gaps, sigmas, strict=True)
     ]
     return out, len(gaps) - len(known)
+
+
+def band_sigma(lower: Sequence[float] | None, upper: Sequence[float] | None) -> float | None:
+    """σ of a forecast of record: half the log width of its band's first step, a fixed
+    multiple of the 1-day σ the band was built from (None without a usable band)."""
+    try:
+        low, high = float((lower or [])[0]), float((upper or [])[0])
+    except (IndexError, TypeError, ValueError):
+        return None
+    if not 0 < low < high or not math.isfinite(high):
+        return None
+    return math.log(high / low) / 2
 
 
 def baseline(reference: Sequence[float]) -> tuple[float, float]:

@@ -11,6 +11,7 @@ from datetime import date, timedelta
 import pytest
 
 from predictions import model_health
+from predictions.forecasting.health import band_sigma
 from predictions.models import ForecastRecord, ForecastScore, ModelHealth
 from tests.forecasting.peer_errors import peer_errors
 
@@ -72,9 +73,7 @@ def test_days_without_a_band_fall_back_to_unscaled_gaps():
 
 
 def test_the_band_gives_sigma():
-    assert model_health.band_sigma([100 * math.exp(-0.02)], [100 * math.exp(0.02)]) == (
-        pytest.approx(0.02)
-    )
-    assert model_health.band_sigma(None, None) is None
-    assert model_health.band_sigma([], []) is None
-    assert model_health.band_sigma([101.0], [99.0]) is None
+    assert band_sigma([100 * math.exp(-0.02)], [100 * math.exp(0.02)]) == (pytest.approx(0.02))
+    assert band_sigma(None, None) is None
+    assert band_sigma([], []) is None
+    assert band_sigma([101.0], [99.0]) is None
