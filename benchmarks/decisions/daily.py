@@ -38,7 +38,8 @@ CACHE_DIR = ROOT / "var" / "decisions"
 SYMBOLS = ("AAPL", "GOOG", "IBM", "MSFT", "^GSPC", "^IXIC")  # FB: too short for a year split
 MODELS = ("naive", "ridge", "arima")  # the light models: the deep ones take hours per symbol
 VOL_REFIT_EVERY = 250  # GARCH parameters move slowly; a yearly refit keeps a cold run short
-FALLBACK_VOLATILITY = "gjr"  # when the served band is not a volatility band
+FALLBACK_VOLATILITY = "gjr"  # when the served band is not a volatility band on closes
+CLOSE_METHODS = ("rolling", "ewma", "garch", "gjr")  # what the closes alone can give
 SEED = 0
 
 
@@ -58,9 +59,10 @@ def first_train(n_prices: int) -> int:
 
 
 def served_volatility_method() -> str:
-    """The volatility model of the served band, or GJR-GARCH when the band is another kind."""
+    """The volatility model of the served band, or GJR-GARCH when the band is another kind
+    (the residual band, or one that reads the day's range, which the cache does not key)."""
     method = load_calibration().band_method
-    return method if method in volatility.METHODS else FALLBACK_VOLATILITY
+    return method if method in CLOSE_METHODS else FALLBACK_VOLATILITY
 
 
 def compute_daily_errors(

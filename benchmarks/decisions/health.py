@@ -34,7 +34,14 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from benchmarks.decisions.daily import CACHE_DIR, MODELS, SYMBOLS, DailyErrors, daily_errors
+from benchmarks.decisions.daily import (
+    CACHE_DIR,
+    MODELS,
+    SYMBOLS,
+    DailyErrors,
+    daily_errors,
+    served_volatility_method,
+)
 from predictions.forecasting import health
 
 TUNE_BEFORE = np.datetime64("2008-01-01")  # tuning years end, held-out years begin
@@ -336,6 +343,7 @@ def run(
         "symbols": list(symbols),
         "models": list(models),
         "refit_every": refit_every,
+        "sigma": served_volatility_method(),
         "spans": _spans(errors),
         "goal": GOAL,
         "rule": "the smallest H (grid 4-40, step 0.5) whose tuning-years false-alarm rate "
@@ -417,7 +425,8 @@ def markdown(result: dict[str, Any]) -> str:
         "### Model health on held-out years",
         "",
         f"Gaps in units of the band's σ; H = {chosen['h']:g} chosen on the tuning years "
-        f"(before 2008), K = {chosen['k']:g}, clip = {chosen['clip']:g}; "
+        f"(before 2008), K = {chosen['k']:g}, clip = {chosen['clip']:g}; σ from "
+        f"`{result['sigma']}`; "
         f"{', '.join(result['models'])} on {', '.join(result['symbols'])}. "
         f"Beside it, the test before: unscaled gaps, H = {result['today']['settings']['h']:g}.",
         "",
