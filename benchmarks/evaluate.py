@@ -1,9 +1,11 @@
 """`make evaluate`: the nested walk-forward evaluation of every model on the offline symbols.
 
 Trains each model per block of an earlier (tune) and a later (test) window, replays the
-live combiner at every origin, tunes the interval stretch and the `unsure` threshold on the
-tune window and scores everything on the test window. Writes tables (Markdown), the raw
-numbers (JSON) and plots (PNG) to ``--out``.
+live combiner at every origin, tunes the interval stretch and the `unsure` threshold and
+chooses the band on the tune window, and scores everything on the test window. The last
+251 bars of every symbol (a trading year and the day before it) are never loaded: they are
+held out for `make replay`, and the tables record the last date each symbol's evaluation
+saw. Writes tables (Markdown), the raw numbers (JSON) and plots (PNG) to ``--out``.
 
     python -m benchmarks.evaluate            # everything, to var/evaluation/, ~2-3 min
     python -m benchmarks.evaluate --quick    # AAPL and ^GSPC, no TensorFlow, ~30 s
@@ -32,18 +34,30 @@ from pathlib import Path
 from typing import Any
 
 from benchmarks import evaluation_plots, evaluation_report
-from benchmarks.evaluation.nested import HORIZONS, calibration_from, evaluate, run_models
-from benchmarks.evaluation.oos_bands import Ranges
+from benchmarks.evaluation.nested import (
+    HORIZONS,
+    calibration_from,
+    evaluate,
+    run_models,
+    seen_until,
+)
+from benchmarks.evaluation.runs import SymbolRuns
 from predictions.forecasting.calibration import TABLE_PATH
 from predictions.forecasting.catalog import MODEL_NAMES, get_spec
+from predictions.forecasting.range_variance import Bars
 from predictions.forecasting.scorecard import SCORECARD_PATH, scorecard_from
-from predictions.prices import SAMPLE_SYMBOLS, load_sample
+from predictions.prices import SAMPLE_SYMBOLS, PriceHistory, load_sample
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs" / "evaluation"
 DOC_PAGE = ROOT / "docs" / "evaluation.md"
 QUICK_SYMBOLS = ["AAPL", "^GSPC"]
 QUICK_MODELS = ["naive", "ridge", "arima"]
+# Never loaded by the evaluation: a trading year (250 bars) for `make replay`, plus the bar
+# before it, so a replay's first forecast (made on its first day's close) is out of sample
+# too. For the stocks the evaluation ends 2012-02-29 and `make replay` starts 2012-03-01.
+HELD_OUT_BARS = 251
+MIN_EVALUATED_BARS = 500  # fewer bars left after the held-out year and a symbol is skipped
 
 
 def _parse(argv: list[str] | None) -> argparse.Namespace:
@@ -100,7 +114,7 @@ def adopt(run_dir: Path) -> str:
     )
     calibration = calibration_from(report, source)
     TABLE_PATH.write_text(json.dumps(calibration.as_dict(), indent=1) + "\n", "utf-8")
-    scorecard = scorecard_from(report, source)
+    scorecard = scorecard_with_held_out(scorecard_from(report, source), report)
     SCORECARD_PATH.write_text(json.dumps(scorecard, indent=1) + "\n", encoding="utf-8")
     DOCS.mkdir(parents=True, exist_ok=True)
     for name in ("results.json", "tables.md", "reliability.png", "coverage.png", "bands.png"):
@@ -108,6 +122,35 @@ def adopt(run_dir: Path) -> str:
             shutil.copyfile(run_dir / name, DOCS / name)
     evaluation_report.update_page(DOC_PAGE, report)
     return source
+
+
+def scorecard_with_held_out(scorecard: dict[str, Any], report: dict[str, Any]) -> dict[str, Any]:
+    """The scorecard with what the evaluation did not see: the bars held out after each
+    symbol's last evaluated date, and the symbols skipped for want of history."""
+    return {
+        **scorecard,
+        "held_out": {
+            "bars": (report.get("held_out") or {}).get("bars"),
+            "seen_until": {k: v.isoformat() for k, v in sorted(seen_until(report).items())},
+            "skipped": (report.get("held_out") or {}).get("skipped", {}),
+        },
+    }
+
+
+def evaluated_part(history: PriceHistory, held_out: int = HELD_OUT_BARS) -> PriceHistory | None:
+    """The history without its last ``held_out`` bars (what the evaluation may see), or None
+    when fewer than MIN_EVALUATED_BARS would be left."""
+    keep = len(history) - held_out
+    if keep < MIN_EVALUATED_BARS:
+        return None
+    return history.through(history.dates[keep - 1].item())
+
+
+def _symbol_runs(symbol: str, history: PriceHistory, args: argparse.Namespace) -> SymbolRuns:
+    bars = Bars(history.open, history.high, history.low, history.close, history.adj_close)
+    return run_models(
+        symbol, history.adj_close, args.models, seed=args.seed, dates=history.dates, bars=bars
+    )
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -122,16 +165,22 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
 
         warm_up_models(args.models)
     series = []
-    ranges = {}
+    skipped = {}
     for symbol in args.symbols:
-        history = load_sample(symbol)
-        ranges[symbol] = Ranges(history.high, history.low)
+        full_history = load_sample(symbol)
+        history = evaluated_part(full_history)
+        if history is None:
+            skipped[symbol] = (
+                f"{len(full_history)} bars: too few to hold out {HELD_OUT_BARS} and evaluate "
+                f"the rest (at least {MIN_EVALUATED_BARS})"
+            )
+            print(f"{symbol}: skipped ({skipped[symbol]})", flush=True)
+            continue
         t0 = time.monotonic()
-        series.append(
-            run_models(symbol, history.adj_close, args.models, seed=args.seed, dates=history.dates)
-        )
+        series.append(_symbol_runs(symbol, history, args))
         print(f"{symbol}: models ran in {time.monotonic() - t0:.0f} s", flush=True)
-    report = evaluate(series, tuple(args.horizons), seed=args.seed, ranges=ranges)
+    report = evaluate(series, tuple(args.horizons), seed=args.seed)
+    report["held_out"] = {"bars": HELD_OUT_BARS, "skipped": skipped}
     elapsed = time.monotonic() - started
     report["run"] = {
         "command": "make evaluate"
@@ -157,8 +206,9 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     (args.out / "calibration.json").write_text(
         json.dumps(calibration_from(report, source).as_dict(), indent=1) + "\n", "utf-8"
     )
+    scorecard = scorecard_with_held_out(scorecard_from(report, source), report)
     (args.out / "scorecard.json").write_text(
-        json.dumps(scorecard_from(report, source), indent=1) + "\n", encoding="utf-8"
+        json.dumps(scorecard, indent=1) + "\n", encoding="utf-8"
     )
     print(evaluation_report.summary(report))
     print(f"wrote {args.out} in {elapsed:.0f} s; the service is unchanged", end="")

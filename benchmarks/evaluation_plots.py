@@ -9,6 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from benchmarks.evaluation_report import BAND_NAMES
+
 
 def plots(report: dict[str, Any], out: Path) -> None:
     """reliability.png (nominal versus realized coverage), coverage.png (per symbol) and
@@ -75,8 +77,8 @@ def plots(report: dict[str, Any], out: Path) -> None:
 
 
 def band_plots(report: dict[str, Any], out: Path) -> None:
-    """bands.png: one symbol's realized moves against today's band and the GJR band over
-    the test window, and every band's coverage by volatility tercile per horizon."""
+    """bands.png: one symbol's realized moves against today's band, GARCH(1,1)-t's and the
+    served band over the test window, and the main bands' coverage by volatility tercile."""
     bands = report.get("bands") or {}
     example = bands.get("example")
     if not example:
@@ -93,24 +95,24 @@ def band_plots(report: dict[str, Any], out: Path) -> None:
     fig = plt.figure(figsize=(13, 7))
     grid = fig.add_gridspec(2, 3, height_ratios=[1.3, 1])
     top = fig.add_subplot(grid[0, :])
-    colours = {"residual": "tab:orange", "gjr": "tab:blue"}
-    labels = {"residual": "today's band (residual)", "gjr": "GJR-GARCH-t band"}
+    palette = iter(("tab:orange", "tab:green", "tab:blue"))
     for name, edges in example["bands"].items():
-        top.fill_between(dates, edges["lower_pct"], edges["upper_pct"], color=colours[name],
-                         alpha=0.25, lw=0, label=labels[name])  # fmt: skip
+        top.fill_between(dates, edges["lower_pct"], edges["upper_pct"], color=next(palette),
+                         alpha=0.25, lw=0, label=f"{BAND_NAMES.get(name, name)} band")  # fmt: skip
     top.plot(dates, example["move_pct"], color="0.15", lw=0.6, label="realized move")
     top.set_ylabel(f"{example['horizon']}-day move, % of the origin price")
     top.set_title(f"{example['symbol']}, test window: the 80 % bands and what happened")
     if dated:
         top.xaxis.set_major_locator(mdates.YearLocator())
     top.legend(loc="lower left", fontsize=8, ncols=3)
-    names = list(next(iter(bands["terciles"].values())))
+    shown = ("residual", "ewma", "garch", "gjr", str(bands.get("winner")))
+    names = [n for n in dict.fromkeys(shown) if n in next(iter(bands["terciles"].values()))]
     for column, (horizon, terciles) in enumerate(bands["terciles"].items()):
         ax = fig.add_subplot(grid[1, column])
         width = 0.8 / len(names)
         for i, name in enumerate(names):
             xs = np.arange(3) + (i - (len(names) - 1) / 2) * width
-            ax.bar(xs, [100 * v for v in terciles[name]], width, label=name)
+            ax.bar(xs, [100 * v for v in terciles[name]], width, label=BAND_NAMES.get(name, name))
         ax.axhspan(73, 87, color="0.92", zorder=0)
         ax.axhline(80, color="0.4", lw=0.8, ls="--")
         ax.set_xticks(range(3), ["calm", "middle", "storm"])

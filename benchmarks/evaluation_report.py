@@ -10,6 +10,9 @@ import re
 from pathlib import Path
 from typing import Any
 
+from benchmarks.evaluation.coverage_tests import verdict as coverage_verdict
+from predictions.forecasting.volatility import BASELINE, LABELS
+
 BEGIN, END = "<!-- evaluate:begin -->", "<!-- evaluate:end -->"
 MARK = {"better": " ▲", "worse": " ▼"}
 
@@ -44,9 +47,10 @@ def windows_table(report: dict[str, Any]) -> str:
     """Where each symbol's tune and test windows lie."""
     lines = [
         "| symbol | tune window (origins) | test window (origins) | tune bars | test bars | "
-        "refresh every | deep models |",
-        "|---|---|---|---|---|---|---|",
+        "refresh every | deep models | seen until (then held out) |",
+        "|---|---|---|---|---|---|---|---|",
     ]
+    held = (report.get("held_out") or {}).get("bars")
     for symbol, w in report["windows"].items():
         modes = w["model_modes"].get("lstm") or []
         deep = (
@@ -56,8 +60,11 @@ def windows_table(report: dict[str, Any]) -> str:
         )
         lines.append(
             f"| {symbol} | {w['start']} → {w['boundary']} | {w['boundary']} → {w['end']} | "
-            f"{w['tune_bars']} | {w['test_bars']} | {w['refit_every']} bars | {deep} |"
+            f"{w['tune_bars']} | {w['test_bars']} | {w['refit_every']} bars | {deep} | "
+            f"{w['end']}" + (f" (+{held} bars)" if held else "") + " |"
         )
+    for symbol, why in ((report.get("held_out") or {}).get("skipped") or {}).items():
+        lines.append(f"| {symbol} | – | – | – | – | – | – | skipped: {why} |")
     return "\n".join(lines)
 
 
@@ -128,8 +135,20 @@ def coverage_table(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-BAND_NAMES = {"residual": "today's (residual)", "rolling": "rolling 250-day",
-              "ewma": "EWMA 0.94", "gjr": "GJR-GARCH-t"}  # fmt: skip
+BAND_NAMES = {"residual": "today's (residual)", **LABELS}
+
+
+def _name(name: str) -> str:
+    return BAND_NAMES.get(name, name)
+
+
+def _interval(entry: dict[str, Any] | None, digits: int = 1) -> str:
+    """ "+4.5 (+3.0, +6.0)" from {"skill", "ci"}, in percent."""
+    if not entry:
+        return "–"
+    low, high = entry["ci"]
+    return (f"{_pct(entry['skill'], digits, signed=True)} "
+            f"({_pct(low, digits, signed=True)}, {_pct(high, digits, signed=True)})")  # fmt: skip
 
 
 def band_pooled_table(report: dict[str, Any]) -> str:
@@ -145,7 +164,7 @@ def band_pooled_table(report: dict[str, Any]) -> str:
             low, high = entry["coverage_ci"]
             terciles = " / ".join(_pct(x, 1) for x in bands["terciles"][h][name])
             lines.append(
-                f"| {h} | {BAND_NAMES.get(name, name)} | {entry['interval_score']:.2f} | "
+                f"| {h} | {_name(name)} | {entry['interval_score']:.2f} | "
                 f"{_pct(entry['coverage'])} ({_pct(low)}–{_pct(high)}) | {entry['n']} "
                 f"({entry['n_independent']}) | {bands['stretch'][h][name]:.3f} | {terciles} |"
             )
@@ -153,31 +172,163 @@ def band_pooled_table(report: dict[str, Any]) -> str:
 
 
 def band_skill_table(report: dict[str, Any], name: str, reference: str) -> str:
-    """Interval-score skill of one band over another per symbol and horizon."""
+    """Interval-score skill of one band over another per symbol and horizon: the fixed-b DM
+    test (and the earlier n^(1/3)-lag DM-HLN one beside it), Holm over the pair's cells;
+    pooled with the joint date-block bootstrap (and the earlier per-symbol one)."""
     bands = report["bands"]
     rows = bands["comparisons"].get(f"{name}_vs_{reference}", [])
     pooled = bands["comparisons"].get(f"{name}_vs_{reference}_pooled", {})
     lines = [
-        "| horizon | symbol | skill % (95 % CI) | DM-HLN p (lag) | after Holm |",
-        "|---|---|---|---|---|",
+        "| horizon | symbol | skill % (95 % CI) | fixed-b DM p (bandwidth) | after Holm | "
+        "earlier: DM-HLN p (lag) | after Holm |",
+        "|---|---|---|---|---|---|---|",
     ]
+
+    def verdict(row: dict[str, Any], suffix: str = "") -> str:
+        if row[f"better_after_holm{suffix}"]:
+            return "better"
+        return "worse" if row[f"worse_after_holm{suffix}"] else "not significant"
+
     for row in rows:
         low, high = row["ci"]
-        verdict = "better" if row["better_after_holm"] else (
-            "worse" if row["worse_after_holm"] else "not significant")  # fmt: skip
         lines.append(
             f"| {row['horizon']} | {row['symbol']} | {_pct(row['skill'], signed=True)} "
             f"({_pct(low, signed=True)}, {_pct(high, signed=True)}) | {row['p_value']:.4f} "
-            f"({row['lag']}) | {verdict} |"
+            f"({row['lag'] + 1}) | {verdict(row)} | {row['p_value_short_lag']:.4f} "
+            f"({row['lag_short']}) | {verdict(row, '_short_lag')} |"
         )
     for h, entry in pooled.items():
-        low, high = entry["ci"]
+        old = entry["per_symbol_bootstrap"]
         lines.append(
-            f"| {h} | **pooled** | **{_pct(entry['skill'], signed=True)}** "
-            f"({_pct(low, signed=True)}, {_pct(high, signed=True)}) | "
+            f"| {h} | **pooled** | **{_interval(entry)}** joint, blocks of {entry['block']} "
+            f"dates | earlier, symbols resampled apart: {_interval(old)} | | "
             f"{entry['n_independent']} independent paths | |"
         )
     return "\n".join(lines)
+
+
+def significant_cells(report: dict[str, Any], name: str, reference: str) -> tuple[int, int, int]:
+    """(cells better after Holm with the fixed-b test, with the earlier test, cells)."""
+    rows = report["bands"]["comparisons"].get(f"{name}_vs_{reference}", [])
+    return (sum(r["better_after_holm"] for r in rows),
+            sum(r["better_after_holm_short_lag"] for r in rows), len(rows))  # fmt: skip
+
+
+def tune_choice_table(report: dict[str, Any]) -> str:
+    """The data the served band was chosen on: every candidate's pooled tune-window
+    interval score and skill over GARCH(1,1)-t (joint bootstrap interval)."""
+    bands = report["bands"]
+    horizons = list(bands["tune"])
+    lines = [
+        "| band | " + " | ".join(f"{h} d: score / skill % (95 % CI)" for h in horizons) + " |",
+        "|---|" + "---|" * len(horizons),
+    ]
+    for name in bands["candidates"]:
+        cells = []
+        for h in horizons:
+            e = bands["tune"][h][name]
+            skill = "baseline" if name == BASELINE else _interval(e["interval_score_skill"])
+            cells.append(f"{e['interval_score']:.2f} / {skill}")
+        mark = " **(served)**" if name == bands["winner"] else ""
+        lines.append(f"| {_name(name)}{mark} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def baseline_table(report: dict[str, Any]) -> str:
+    """Every candidate against GARCH(1,1)-t on the test windows: pooled interval score and
+    QLIKE, and their skill with joint date-block bootstrap intervals."""
+    bands = report["bands"]
+    lines = [
+        "| horizon | band | interval score | skill % (95 % CI) | QLIKE (realized) | "
+        "QLIKE skill % (95 % CI) | coverage % |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for h, by_name in bands["vs_baseline"].items():
+        for name in bands["candidates"]:
+            e = by_name[name]
+            base = name == BASELINE
+            lines.append(
+                f"| {h} | {_name(name)}{' **(served)**' if name == bands['winner'] else ''} | "
+                f"{e['interval_score']:.2f} | "
+                f"{'baseline' if base else _interval(e['interval_score_skill'])} | "
+                f"{e['qlike_realized']:.3f} | {'baseline' if base else _interval(e['qlike_skill'])}"
+                f" | {_pct(e['coverage'])} |"
+            )
+    return "\n".join(lines)
+
+
+def coverage_tests_table(report: dict[str, Any], band: str) -> str:
+    """A band's Kupiec and Christoffersen tests per symbol and horizon, with Holm."""
+    result = report["bands"]["coverage_tests"][band]
+    lines = [
+        "| horizon | symbol | coverage % | independent paths | Kupiec p | after Holm | "
+        "Christoffersen p | after Holm |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+
+    def mark(row: dict[str, Any], name: str) -> str:
+        return "**rejects**" if row.get(f"{name}_rejects") else "stands"
+
+    for row in sorted(result["rows"], key=lambda r: (r["horizon"], r["symbol"])):
+        lines.append(
+            f"| {row['horizon']} | {row['symbol']} | {_pct(row['coverage'])} | "
+            f"{row['n_independent']} | {_num(row['kupiec_p'], 4)} | {mark(row, 'kupiec')} | "
+            f"{_num(row['christoffersen_p'], 4)} | {mark(row, 'christoffersen')} |"
+        )
+    return "\n".join(lines)
+
+
+def band_summary(report: dict[str, Any]) -> list[str]:
+    """The few sentences a reader needs first: which band, chosen how and on what data; its
+    skill over GARCH(1,1)-t; its coverage tests; what the stricter HAC test changed."""
+    bands = report.get("bands") or {}
+    if not bands.get("pooled"):
+        return []
+    winner = bands["winner"]
+    windows = report["windows"]
+    tune_span = ", ".join(
+        f"{s} {windows[s]['start']} → {windows[s]['boundary']}" for s in bands["symbols"]
+    )
+    lines = [
+        f"* **Served band: {_name(winner)}.** {bands['verdict'][0].upper()}{bands['verdict'][1:]}.",
+        f"* **Rule** ({bands['rule']}). **Data:** the tune windows ({tune_span}); nothing "
+        "from the test windows goes into the choice.",
+    ]
+    if winner != BASELINE and winner in next(iter(bands["vs_baseline"].values())):
+        parts = []
+        for h, by_name in bands["vs_baseline"].items():
+            e = by_name[winner]
+            parts.append(
+                f"{_interval(e['interval_score_skill'])} interval score, "
+                f"{_interval(e['qlike_skill'])} QLIKE at {h} d"
+            )
+        lines.append(
+            f"* **Against GARCH(1,1)-t on the test windows** (joint date-block bootstrap "
+            f"95 % intervals), {_name(winner)}: " + "; ".join(parts) + "."
+        )
+    else:
+        lines.append("* The served band *is* GARCH(1,1)-t, the baseline.")
+    for band in bands.get("coverage_tests", {}):
+        label = f"{_name(band)} ({'served' if band == winner else 'baseline'})"
+        lines.append("* **Coverage tests**, " + coverage_verdict(bands["coverage_tests"][band],
+                                                                 label) + ".")  # fmt: skip
+    holm, short = report.get("holm"), report.get("holm_short_lag")
+    if holm and short:
+        lines.append(
+            f"* **Point forecasts against naive** (fixed-b DM, Holm over {holm['tests']} "
+            f"cells): {holm['better']} better, {holm['worse']} worse; the earlier n^(1/3)-lag "
+            f"test: {short['better']} better, {short['worse']} worse."
+        )
+    key = f"{winner}_vs_residual"
+    if key in bands["comparisons"]:
+        new, old, cells = significant_cells(report, winner, "residual")
+        lines.append(
+            f"* **HAC bandwidth:** per symbol, {_name(winner)} beats today's band in {new} of "
+            f"{cells} symbol × horizon cells after Holm with the fixed-b test (Bartlett, "
+            f"bandwidth max(h, ⌈1.3 √n⌉)), where the earlier n^(1/3)-lag DM-HLN test "
+            f"would claim {old}."
+        )
+    return lines
 
 
 def band_cells_table(report: dict[str, Any]) -> str:
@@ -193,7 +344,7 @@ def band_cells_table(report: dict[str, Any]) -> str:
         for h, cells in by_h.items():
             for name, c in cells.items():
                 lines.append(
-                    f"| {h} | {symbol} | {BAND_NAMES.get(name, name)} | {_pct(c['coverage'])} "
+                    f"| {h} | {symbol} | {_name(name)} | {_pct(c['coverage'])} "
                     f"({c['n']}) | {c['interval_score']:.2f} | {c['pinball']:.3f} | "
                     f"{_num(c['qlike_realized'])} | {_num(c['qlike_parkinson'])} | "
                     f"{_num(c['kupiec_p'], 3)} | {_num(c['christoffersen_p'], 3)} |"
@@ -262,6 +413,7 @@ def headline(report: dict[str, Any]) -> str:
         f"Generated by `{run['command']}` on {run['date']} ({run['machine']}, load average "
         f"{run['load_average']}, {run['seconds']} s; seed {run['seed']}).",
         "",
+        *([*band_summary(report), ""] if band_summary(report) else []),
         "**Windows**",
         "",
         windows_table(report),
@@ -277,19 +429,41 @@ def headline(report: dict[str, Any]) -> str:
         ]
     bands = report.get("bands") or {}
     if bands.get("pooled"):
+        winner = bands["winner"]
         parts += [
-            f"**Bands compared** on {', '.join(bands['symbols'])} (too little history: "
-            f"{', '.join(bands['too_short']) or 'none'}) — **served: "
-            f"{BAND_NAMES.get(bands['winner'], bands['winner'])}**: {bands['verdict']}",
+            f"**The band: chosen on the tune windows** ({', '.join(bands['symbols'])}; too "
+            f"little history: {', '.join(bands['too_short']) or 'none'}) — pooled interval "
+            "score (α = 0.2, % of the origin price) and skill over GARCH(1,1)-t with a joint "
+            f"date-block bootstrap 95 % interval. **Served: {_name(winner)}** — "
+            f"{bands['verdict']}.",
+            "",
+            tune_choice_table(report),
+            "",
+            "**Against GARCH(1,1)-t on the test windows** (untouched by the choice) — pooled "
+            "over symbols, joint date-block bootstrap 95 % intervals",
+            "",
+            baseline_table(report),
+            "",
+            "**Every band on the test windows** — coverage with its joint-bootstrap interval",
             "",
             band_pooled_table(report),
             "",
+            f"**Coverage tests of the served band ({_name(winner)})** — on non-overlapping "
+            "origins; Holm over the symbol × horizon cells of each test",
+            "",
+            coverage_tests_table(report, winner),
+            "",
         ]
-        for name in ("gjr", "ewma"):
+        shown = [(winner, BASELINE), (winner, "residual")]
+        if winner != "gjr":
+            shown.append(("gjr", "residual"))
+        for name, reference in dict.fromkeys(p for p in shown if p[0] != p[1]):
+            if f"{name}_vs_{reference}" not in bands["comparisons"]:
+                continue
             parts += [
-                f"**{BAND_NAMES[name]} band over today's band**, interval-score skill",
+                f"**{_name(name)} band over {_name(reference)}**, interval-score skill",
                 "",
-                band_skill_table(report, name, "residual"),
+                band_skill_table(report, name, reference),
                 "",
             ]
         parts += ["![Bands over time](evaluation/bands.png)", ""]
@@ -326,9 +500,16 @@ def tables(report: dict[str, Any]) -> str:
         parts += ["", f"## Details, horizon {horizon}", "", detail_table(report, str(horizon))]
     if (report.get("bands") or {}).get("cells"):
         parts += ["", "## Every band, symbol and horizon", "", band_cells_table(report)]
-        for name, reference in (("rolling", "residual"), ("gjr", "rolling"), ("gjr", "ewma")):
-            parts += ["", f"## {BAND_NAMES[name]} over {BAND_NAMES[reference]}", "",
+        bands = report["bands"]
+        for key in bands["comparisons"]:
+            if key.endswith("_pooled"):
+                continue
+            name, reference = key.split("_vs_")
+            parts += ["", f"## {_name(name)} over {_name(reference)}", "",
                       band_skill_table(report, name, reference)]  # fmt: skip
+        if BASELINE in bands.get("coverage_tests", {}) and bands["winner"] != BASELINE:
+            parts += ["", f"## Coverage tests of {_name(BASELINE)}", "",
+                      coverage_tests_table(report, BASELINE)]  # fmt: skip
     return "\n".join(parts) + "\n"
 
 
@@ -348,8 +529,7 @@ def summary(report: dict[str, Any]) -> str:
     for h, pooled in bands.get("pooled", {}).items():
         scores = ", ".join(f"{n} {e['interval_score']:.2f}" for n, e in pooled.items())
         lines.append(f"h={h}: interval score {scores}")
-    if bands:
-        lines.append(f"band served: {bands['winner']} ({bands['verdict']})")
+    lines += [line.removeprefix("* ").replace("**", "") for line in band_summary(report)]
     return "\n".join(lines)
 
 

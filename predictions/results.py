@@ -19,6 +19,7 @@ from predictions.forecasting.calibration import load_calibration
 from predictions.forecasting.combine import combine
 from predictions.forecasting.reading import reading
 from predictions.models import PredictionRequest
+from predictions.prices import PriceHistory
 
 HISTORY_BARS_IN_RESULT = 120
 
@@ -93,15 +94,17 @@ def _without_demoted(run: Part, demoted: Mapping[str, str]) -> dict[str, Any]:
     return dict(run)
 
 
-def band_sigma(prices: np.ndarray, horizon: int) -> np.ndarray | None:
+def band_sigma(history: PriceHistory, horizon: int) -> np.ndarray | None:
     """σ of the k-day log return (k = 1..horizon) for the band the evaluation chose, or
     None when it chose the residual band or the history cannot give one (the combiner then
-    builds the residual band and says why)."""
+    builds the residual band and says why). Range-based bands read the day's bars."""
     method = load_calibration().band_method
     if method == "residual":
         return None
+    h = history
+    bars = volatility.Bars(h.open, h.high, h.low, h.close, h.adj_close)
     try:
-        return volatility.live_sigma(prices, method, horizon)
+        return volatility.live_sigma(h.adj_close, method, horizon, bars)
     except ValueError:  # too few returns for the fit, or it did not converge
         return None
 
@@ -132,7 +135,7 @@ def assemble(
         request.horizon,
         sentiment_max_adjust=settings.SENTIMENT_MAX_ADJUST,
         symbol=request.symbol,
-        band_sigma=band_sigma(history.adj_close, request.horizon),
+        band_sigma=band_sigma(history, request.horizon),
     )
     dates = forecast_dates(history.dates[-1], request.horizon)
     # The band leads: what the answer is, before the path it is centred on.

@@ -3,7 +3,9 @@
 Why: errors of h-day forecasts from consecutive origins share h − 1 days and cluster with
 volatility, so a plain test claims wins on noise. The Diebold–Mariano test here uses a lag
 of at least 1.5 h with the Harvey–Leybourne–Newbold small-sample correction and Student-t
-p-values; many symbol × horizon cells are tested at once, so Holm's step-down correction
+p-values (the evaluation's earlier test: it is now reported only beside the fixed-b test of
+fixed_b.py, whose bandwidth grows with √n and does not understate long memory); many
+symbol × horizon cells are tested at once, so Holm's step-down correction
 decides which wins stand. Kupiec's test asks whether a band misses as often as it claims,
 Christoffersen's whether its misses come in clusters (a band that is right on average but
 misses every day of a storm is not calibrated).

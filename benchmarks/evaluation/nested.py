@@ -8,10 +8,11 @@ and after calibration, and how much worse `unsure` forecasts are — with every 
 
 from __future__ import annotations
 
+import datetime
 from typing import Any
 
 from benchmarks.evaluation.band_tests import holm
-from benchmarks.evaluation.oos_bands import Ranges, band_table, evaluate_bands
+from benchmarks.evaluation.oos_bands import band_table, evaluate_bands
 from benchmarks.evaluation.oos_doubt import choose_rule, compare_rules, tune_unsure, unsure_table
 from benchmarks.evaluation.oos_intervals import coverage_tables, reliability, tune_interval_scale
 from benchmarks.evaluation.oos_scores import score_symbol
@@ -28,14 +29,13 @@ def evaluate(
     horizons: tuple[int, ...] = HORIZONS,
     *,
     seed: int = 0,
-    ranges: dict[str, Ranges] | None = None,
 ) -> dict[str, Any]:
     """Everything the report shows, as plain JSON-safe data (calibration_from() reads it).
-    ``ranges`` (daily high/low per symbol) adds Parkinson's QLIKE to the band scores."""
+    Series with bars add the range-based bands and Parkinson's QLIKE to the band scores."""
     scales = {h: tune_interval_scale(series, h) for h in horizons}
     unsure = {h: tune_unsure(series, h) for h in horizons}
     sigmas: dict[Any, Any] = {}
-    bands = evaluate_bands(series, horizons, scales, ranges, seed=seed, cache=sigmas)
+    bands = evaluate_bands(series, horizons, scales, seed=seed, cache=sigmas)
     method = bands["winner"] if bands["winner"] != "residual" else "ewma"
     rules = {
         str(h): compare_rules(series, h, method, sigmas, seed=seed)
@@ -73,7 +73,23 @@ def evaluate(
         "unsure_spread": {str(h): t for h, t in unsure.items()},
     }
     report["holm"] = _holm_over_cells(report["scores"])
+    report["holm_short_lag"] = _holm_counts(report["scores"], "dm_p_value_short_lag")
     return report
+
+
+def _holm_counts(scores: dict[str, Any], key: str) -> dict[str, int]:
+    """Holm's counts over every cell with another p-value (the earlier, short-lag test)."""
+    rows = [
+        row
+        for by_h in scores.values()
+        for table in by_h.values()
+        for row in table["rows"]
+        if row.get(key) is not None
+    ]
+    stands = holm([row[key] for row in rows])
+    better = sum(s and row["skill_vs_naive"] > 0 for row, s in zip(rows, stands, strict=True))
+    worse = sum(s and row["skill_vs_naive"] < 0 for row, s in zip(rows, stands, strict=True))
+    return {"better": better, "worse": worse, "tests": len(rows)}
 
 
 def _holm_over_cells(scores: dict[str, Any]) -> dict[str, int]:
@@ -146,4 +162,19 @@ def calibration_from(report: dict[str, Any], source: str) -> Calibration:
         source=source,
         backtest_step=LIVE.step,
         band=band_table(report["bands"]),
+        seen_until=seen_until(report),
+        held_out_bars=(report.get("held_out") or {}).get("bars"),
     )
+
+
+def seen_until(report: dict[str, Any]) -> dict[str, datetime.date]:
+    """Per evaluated symbol, the last date the evaluation saw: its last bar's (the test
+    window's paths end there; nothing after it was loaded). Symbols without dates (synthetic
+    series) have none."""
+    out = {}
+    for symbol, window in report["windows"].items():
+        try:
+            out[symbol] = datetime.date.fromisoformat(str(window["end"])[:10])
+        except ValueError:
+            continue
+    return out

@@ -1,19 +1,25 @@
-"""Which 80 % band to serve: today's residual band against volatility bands, scored as
-forecasts of a distribution on the test windows.
+"""Which 80 % band to serve: candidate bands scored as forecasts of a distribution, chosen
+on the tune windows and reported on the test windows, against GARCH(1,1)-t.
 
 Why: a band can reach any coverage by being wide; what makes it worth having is being
 narrow when markets are calm and wide when they are not, at the same coverage. Every
 candidate is centred on the same untilted ensemble path and gets the same treatment: one
-stretch per horizon, tuned split-conformally on the tune windows of every symbol, then
-scored untouched on the test windows by
+stretch per horizon, tuned split-conformally on the tune windows of every symbol. The band
+to serve is chosen from the tune windows' scores (band_choice.py); the test windows are
+scored untouched by that choice:
 
 - the interval score at α = 0.2 (Gneiting and Raftery; width plus 10 × each miss's
   distance, in % of the origin price; lower is better), the primary metric;
-- the pinball loss averaged over the quantiles 0.05 … 0.95 both kinds of band define;
+- the pinball loss averaged over the quantiles 0.05 … 0.95 every kind of band defines;
 - QLIKE of the band's implied variance against the realized variance of the path (sum of
   squared daily log returns) and against Parkinson's high–low range;
 - coverage per symbol (n, block-bootstrap interval), by volatility tercile, with Kupiec's
-  and Christoffersen's tests on non-overlapping origins.
+  and Christoffersen's tests on non-overlapping origins and Holm's correction.
+
+Pooled skill is Σ loss / Σ reference over every symbol, its interval from a joint
+date-block bootstrap (joint_bootstrap.py); per-symbol differences are tested with a
+fixed-b Diebold–Mariano test (fixed_b.py) and Holm. The earlier per-symbol bootstrap and
+n^(1/3)-lag DM-HLN test are reported beside them, to show what the stricter ones change.
 
 A volatility band is ``path × exp(±q · σ(t, h))`` with σ from volatility.py; ``q`` is the
 conformal stretch (the tune windows' 80 % quantile of |log(actual / path)| / σ).
@@ -28,29 +34,34 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from benchmarks.evaluation.band_choice import RULE, choose_band
 from benchmarks.evaluation.band_tests import bootstrap_block, christoffersen, dm_hln, holm, kupiec
+from benchmarks.evaluation.coverage_tests import coverage_tests
+from benchmarks.evaluation.fixed_b import dm_fixed_b
+from benchmarks.evaluation.joint_bootstrap import joint_mean, joint_skill
 from benchmarks.evaluation.replay import LEVELS, LIVE, Replay
 from benchmarks.evaluation.runs import SymbolRuns
-from benchmarks.evaluation.significance import block_indices, mean_interval, percentile_interval
+from benchmarks.evaluation.significance import block_sums, mean_interval, percentile_interval
 from predictions.forecasting import volatility
 from predictions.forecasting.calibration import INTERVAL_LEVEL, band, conformal_scale
 
 ALPHA = 1 - INTERVAL_LEVEL
 Z80 = float(stats.norm.ppf(1 - ALPHA / 2))  # 1.2816: the 80 % band's half-width in σ
 RESIDUAL = "residual"  # today's band: backtest residual quantiles + half the model spread
-CANDIDATES = (RESIDUAL, *volatility.METHODS)
+BASELINE = volatility.BASELINE  # GARCH(1,1)-t
 PINBALL_PROBS = (0.05, 0.1, 0.15, 0.2, 0.25, 0.5, 0.75, 0.8, 0.85, 0.9, 0.95)
 MIN_TEST_ORIGINS = 250  # a symbol with fewer test origins has too little history to judge
 VOL_WINDOW = 20  # trailing days whose realized volatility sorts origins into terciles
 N_BOOT = 2000
+WINDOWS = ("tune", "test")
 
 
-@dataclass
-class Ranges:
-    """Daily high/low of a symbol (for Parkinson's variance), aligned with its prices."""
-
-    high: np.ndarray
-    low: np.ndarray
+def candidates(series: list[SymbolRuns]) -> tuple[str, ...]:
+    """Today's band and every volatility method the data allow (range-based ones need every
+    symbol's bars)."""
+    has_bars = bool(series) and all(sr.bars is not None for sr in series)
+    ranged = volatility.RANGE_METHODS if has_bars else ()
+    return (RESIDUAL, *volatility.CLOSE_METHODS, *ranged)
 
 
 @dataclass
@@ -88,14 +99,30 @@ class Scored:
         return (half / Z80) ** 2
 
 
-def _sigma(sr: SymbolRuns, method: str, horizon: int, cache: dict[Any, np.ndarray]) -> np.ndarray:
-    """h-day log-return σ at every origin o (index o − 1), computed once per symbol."""
+def _sigma(
+    sr: SymbolRuns,
+    method: str,
+    horizon: int,
+    cache: dict[Any, np.ndarray],
+    horizons: tuple[int, ...] = (),
+) -> np.ndarray:
+    """h-day log-return σ at every origin o (index o − 1), computed once per symbol (for
+    every one of ``horizons`` at once, so each fit is made once)."""
     key = (id(sr), method, horizon)
     if key not in cache:
         refits = [first for first, _ in sr.windows.blocks()]
-        variance = volatility.horizon_variance(sr.prices, method, horizon, refits)
-        cache[key] = np.sqrt(variance)
+        wanted = tuple(sorted({horizon, *horizons}))
+        variances = volatility.horizon_variances(sr.prices, method, wanted, refits, sr.bars)
+        for h, variance in variances.items():
+            cache[(id(sr), method, h)] = np.sqrt(variance)
     return cache[key]
+
+
+def sigma_at(
+    sr: SymbolRuns, method: str, horizon: int, origins: np.ndarray, cache: dict[Any, np.ndarray]
+) -> np.ndarray:
+    """σ(t, h) of a volatility method at the given origins."""
+    return _sigma(sr, method, horizon, cache)[origins - 1]
 
 
 def _residual_band(rep: Replay, scale: float) -> Scored:
@@ -120,43 +147,58 @@ def _vol_band(rep: Replay, sigma: np.ndarray, q: float) -> Scored:
     return Scored(rep.origins, path, actual, path * np.exp(-q * s), path * np.exp(q * s), quantiles)
 
 
-def sigma_at(
-    sr: SymbolRuns, method: str, horizon: int, origins: np.ndarray, cache: dict[Any, np.ndarray]
-) -> np.ndarray:
-    """σ(t, h) of a volatility method at the given origins."""
-    return _sigma(sr, method, horizon, cache)[origins - 1]
-
-
 def _tune_stretch(
-    series: list[SymbolRuns], method: str, horizon: int, cache: dict[Any, np.ndarray]
+    series: list[SymbolRuns],
+    method: str,
+    horizon: int,
+    cache: dict[Any, np.ndarray],
+    horizons: tuple[int, ...] = (),
 ) -> float:
     scores = []
     for sr in series:
         rep = sr.replayed(LIVE.name, horizon).select(sr.windows.tune_origins(horizon))
-        s = _sigma(sr, method, horizon, cache)[rep.origins - 1]
+        s = _sigma(sr, method, horizon, cache, horizons)[rep.origins - 1]
         scores.append(np.abs(np.log(rep.actual[:, -1] / rep.ensemble[:, -1])) / s)
     return conformal_scale(np.concatenate(scores), INTERVAL_LEVEL)
 
 
+def date_keys(sr: SymbolRuns, origins: np.ndarray) -> np.ndarray:
+    """A key per origin shared across symbols: the day number of the bar the forecast was
+    made after (its bar index when the series has no dates)."""
+    if sr.dates is None:
+        return np.asarray(origins, dtype=np.int64) - 1
+    days = np.asarray(sr.dates)[np.asarray(origins) - 1].astype("datetime64[D]")
+    return days.astype(np.int64)
+
+
 def _path_variances(
-    sr: SymbolRuns, ranges: Ranges | None, origins: np.ndarray, horizon: int
+    sr: SymbolRuns, origins: np.ndarray, horizon: int
 ) -> tuple[np.ndarray, np.ndarray | None]:
     """Realized variance of each origin's path (squared daily log returns) and Parkinson's."""
     r2 = volatility.log_returns(sr.prices) ** 2  # r2[k]: return into price k + 1
     days = origins[:, None] + np.arange(horizon)[None, :]  # prices o .. o + h − 1
     realized = r2[days - 1].sum(axis=1)
-    if ranges is None:
+    if sr.bars is None:
         return realized, None
-    daily = np.log(ranges.high / ranges.low) ** 2 / (4 * math.log(2))
+    daily = np.log(sr.bars.high / sr.bars.low) ** 2 / (4 * math.log(2))
     return realized, daily[days].sum(axis=1)
 
 
-def _qlike(proxy: np.ndarray | None, forecast: np.ndarray) -> float | None:
+def qlike_losses(proxy: np.ndarray | None, forecast: np.ndarray) -> np.ndarray | None:
+    """QLIKE per origin, proxy / forecast − log(proxy / forecast) − 1 (NaN where the proxy
+    is zero: a path with no move says nothing about the variance's scale)."""
     if proxy is None:
         return None
-    ok = (proxy > 0) & np.isfinite(proxy) & (forecast > 0)
-    ratio = proxy[ok] / forecast[ok]
-    return float(np.mean(ratio - np.log(ratio) - 1)) if ok.any() else None
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = proxy / forecast
+        loss = ratio - np.log(ratio) - 1
+    return np.where((proxy > 0) & np.isfinite(loss), loss, np.nan)
+
+
+def _mean(values: np.ndarray | None) -> float | None:
+    if values is None or not np.isfinite(values).any():
+        return None
+    return float(np.nanmean(values))
 
 
 def _trailing_vol(sr: SymbolRuns, origins: np.ndarray) -> np.ndarray:
@@ -178,45 +220,31 @@ def _cell(
     return {
         "interval_score": float(scored.interval_score.mean()),
         "pinball": float(scored.pinball.mean()),
-        "qlike_realized": _qlike(proxies[0], variance),
-        "qlike_parkinson": _qlike(proxies[1], variance),
+        "qlike_realized": _mean(qlike_losses(proxies[0], variance)),
+        "qlike_parkinson": _mean(qlike_losses(proxies[1], variance)),
         "coverage": mean,
         "coverage_ci": [low, high],
         "n": n,
         "n_independent": int(len(spaced)),
         "width_pct": float(100 * np.mean(scored.upper - scored.lower)),
-        "kupiec_p": kupiec_p,
-        "christoffersen_p": ind_p,
+        "kupiec_p": None if math.isnan(kupiec_p) else kupiec_p,
+        "christoffersen_p": None if math.isnan(ind_p) else ind_p,
     }
 
 
-def _pooled_skill(
-    pairs: list[tuple[np.ndarray, np.ndarray]], horizon: int, seed: int
-) -> dict[str, Any]:
-    """1 − Σ loss / Σ reference over every symbol, with a per-symbol block bootstrap."""
-    rng = np.random.default_rng(seed)
-    sums = np.zeros((N_BOOT, 2))
-    total = np.zeros(2)
-    n_eff = 0
-    for loss, reference in pairs:
-        index = block_indices(len(loss), bootstrap_block(len(loss), horizon), N_BOOT, rng)
-        sums += np.stack([loss[index].sum(1), reference[index].sum(1)], axis=1)
-        total += [loss.sum(), reference.sum()]
-        n_eff += len(loss) // horizon
-    low, high = percentile_interval(1 - sums[:, 0] / sums[:, 1])
-    return {"skill": float(1 - total[0] / total[1]), "ci": [low, high], "n_independent": n_eff}
+Bands = dict[tuple[str, int, str], Scored]
 
 
 def evaluate_bands(
     series: list[SymbolRuns],
     horizons: tuple[int, ...],
     residual_scale: dict[int, float],
-    ranges: dict[str, Ranges] | None = None,
     *,
     seed: int = 0,
     cache: dict[Any, np.ndarray] | None = None,
 ) -> dict[str, Any]:
-    """Every candidate band on every symbol and horizon, the comparisons and the winner.
+    """Every candidate band on every symbol and horizon, in both windows; the band chosen on
+    the tune windows; its and every candidate's skill over GARCH(1,1)-t on the test windows.
     ``cache`` keeps the σ series for a later caller (the `unsure` comparison)."""
     cache = {} if cache is None else cache
     judged = [
@@ -224,43 +252,122 @@ def evaluate_bands(
         for sr in series
         if sr.ok_runs() and len(sr.windows.test_origins(max(horizons))) >= MIN_TEST_ORIGINS
     ]
+    names = candidates(judged)
     out: dict[str, Any] = {
-        "candidates": list(CANDIDATES),
+        "candidates": list(names),
+        "baseline": BASELINE,
         "symbols": [sr.symbol for sr in judged],
         "too_short": [sr.symbol for sr in series if sr not in judged],
+        "rule": RULE,
         "stretch": {},
         "cells": {sr.symbol: {} for sr in judged},
         "pooled": {},
         "terciles": {},
+        "tune": {},
+        "vs_baseline": {},
         "comparisons": {},
     }
     if not judged:
         out["winner"], out["verdict"] = RESIDUAL, "no symbol has enough history to judge a band"
         return out
-    bands: dict[tuple[str, int, str], Scored] = {}
+    bands: dict[str, Bands] = {window: {} for window in WINDOWS}
     for h in horizons:
         stretch = {RESIDUAL: residual_scale[h]}
-        for method in volatility.METHODS:
-            stretch[method] = _tune_stretch(judged, method, h, cache)
+        for method in names[1:]:
+            stretch[method] = _tune_stretch(judged, method, h, cache, horizons)
         out["stretch"][str(h)] = stretch
+        for window in WINDOWS:
+            for sr in judged:
+                origins = getattr(sr.windows, f"{window}_origins")(h)
+                rep = sr.replayed(LIVE.name, h).select(origins)
+                for name in names:
+                    bands[window][(sr.symbol, h, name)] = (
+                        _residual_band(rep, stretch[name])
+                        if name == RESIDUAL
+                        else _vol_band(rep, _sigma(sr, name, h, cache), stretch[name])
+                    )
         for sr in judged:
-            rep = sr.replayed(LIVE.name, h).select(sr.windows.test_origins(h))
-            proxies = _path_variances(sr, (ranges or {}).get(sr.symbol), rep.origins, h)
-            cells = {}
-            for name in CANDIDATES:
-                scored = (
-                    _residual_band(rep, stretch[name])
-                    if name == RESIDUAL
-                    else _vol_band(rep, _sigma(sr, name, h, cache), stretch[name])
+            test = bands["test"][(sr.symbol, h, RESIDUAL)]
+            proxies = _path_variances(sr, test.origins, h)
+            out["cells"][sr.symbol][str(h)] = {
+                name: _cell(bands["test"][(sr.symbol, h, name)], proxies, h, seed) for name in names
+            }
+        out["pooled"][str(h)] = _pooled(judged, bands["test"], names, h, seed)
+        out["terciles"][str(h)] = _terciles(judged, bands["test"], names, h)
+        out["tune"][str(h)] = _against_baseline(judged, bands["tune"], names, h, seed, qlike=False)
+        out["vs_baseline"][str(h)] = _against_baseline(judged, bands["test"], names, h, seed)
+    tune_skill = {
+        name: {h: out["tune"][h][name]["interval_score_skill"] for h in out["tune"]}
+        for name in names
+        if name != BASELINE
+    }
+    out["winner"], out["verdict"] = choose_band(tune_skill, horizons)
+    out["comparisons"] = _comparisons(judged, bands["test"], horizons, _pairs(out["winner"]), seed)
+    out["coverage_tests"] = {
+        name: coverage_tests(out["cells"], name)
+        for name in dict.fromkeys((out["winner"], BASELINE))
+    }
+    out["example"] = _example(judged, bands["test"], horizons, out["winner"])
+    return out
+
+
+def _pairs(winner: str) -> list[tuple[str, str]]:
+    """The per-symbol comparisons reported: the served band against the baseline and
+    today's band, and the earlier report's pairs (for continuity)."""
+    wanted = [(winner, BASELINE), (winner, RESIDUAL), ("gjr", RESIDUAL), ("ewma", RESIDUAL),
+              ("gjr", "ewma"), ("gjr", BASELINE), ("ewma", BASELINE)]  # fmt: skip
+    return [p for p in dict.fromkeys(wanted) if p[0] != p[1]]
+
+
+def _parts(
+    judged: list[SymbolRuns], bands: Bands, h: int, name: str, reference: str,
+    loss: Any = None,
+) -> list[tuple[np.ndarray, np.ndarray, np.ndarray]]:  # fmt: skip
+    """(date keys, loss, reference loss) per symbol for the joint bootstrap."""
+    parts = []
+    for sr in judged:
+        a, b = bands[(sr.symbol, h, name)], bands[(sr.symbol, h, reference)]
+        if loss is None:
+            la, lb = a.interval_score, b.interval_score
+        else:
+            la, lb = loss(sr, a), loss(sr, b)
+        keep = np.isfinite(la) & np.isfinite(lb)
+        parts.append((date_keys(sr, a.origins)[keep], la[keep], lb[keep]))
+    return parts
+
+
+def _against_baseline(
+    judged: list[SymbolRuns], bands: Bands, names: tuple[str, ...], h: int, seed: int,
+    *, qlike: bool = True,
+) -> dict[str, Any]:  # fmt: skip
+    """Each candidate's pooled interval score and coverage in a window, and its pooled
+    interval-score (and QLIKE) skill over GARCH(1,1)-t with a joint-bootstrap interval."""
+
+    def realized_qlike(sr: SymbolRuns, scored: Scored) -> np.ndarray:
+        proxy, _ = _path_variances(sr, scored.origins, h)
+        losses = qlike_losses(proxy, scored.implied_variance)
+        assert losses is not None
+        return losses
+
+    out: dict[str, Any] = {}
+    for name in names:
+        scored = [bands[(sr.symbol, h, name)] for sr in judged]
+        entry: dict[str, Any] = {
+            "interval_score": float(np.concatenate([s.interval_score for s in scored]).mean()),
+            "coverage": float(np.concatenate([s.hits for s in scored]).mean()),
+        }
+        if name != BASELINE:
+            entry["interval_score_skill"] = joint_skill(
+                _parts(judged, bands, h, name, BASELINE), h, seed=seed
+            )
+            if qlike:
+                entry["qlike_skill"] = joint_skill(
+                    _parts(judged, bands, h, name, BASELINE, realized_qlike), h, seed=seed
                 )
-                bands[(sr.symbol, h, name)] = scored
-                cells[name] = _cell(scored, proxies, h, seed)
-            out["cells"][sr.symbol][str(h)] = cells
-        out["pooled"][str(h)] = _pooled(judged, bands, h, seed)
-        out["terciles"][str(h)] = _terciles(judged, bands, h)
-    out["comparisons"] = _comparisons(judged, bands, horizons, seed)
-    out["winner"], out["verdict"] = _winner(out, horizons)
-    out["example"] = _example(judged, bands, horizons)
+        if qlike:
+            losses = [realized_qlike(sr, s) for sr, s in zip(judged, scored, strict=True)]
+            entry["qlike_realized"] = float(np.nanmean(np.concatenate(losses)))
+        out[name] = entry
     return out
 
 
@@ -268,10 +375,10 @@ EXAMPLE_SYMBOL, EXAMPLE_HORIZON = "^GSPC", 5
 
 
 def _example(
-    judged: list[SymbolRuns], bands: dict[tuple[str, int, str], Scored], horizons: tuple[int, ...]
+    judged: list[SymbolRuns], bands: Bands, horizons: tuple[int, ...], winner: str
 ) -> dict[str, Any]:
-    """One symbol's test window for the figure: the realized move and each band's edges,
-    in % of the origin price, by origin date."""
+    """One symbol's test window for the figure: the realized move and the edges of today's
+    band, the baseline's and the served band's, in % of the origin price, by origin date."""
     sr = next((x for x in judged if x.symbol == EXAMPLE_SYMBOL), judged[0])
     h = EXAMPLE_HORIZON if EXAMPLE_HORIZON in horizons else horizons[0]
     first = bands[(sr.symbol, h, RESIDUAL)]
@@ -286,21 +393,25 @@ def _example(
                 "lower_pct": (100 * (bands[(sr.symbol, h, name)].lower - 1)).round(3).tolist(),
                 "upper_pct": (100 * (bands[(sr.symbol, h, name)].upper - 1)).round(3).tolist(),
             }
-            for name in (RESIDUAL, "gjr")
+            for name in dict.fromkeys((RESIDUAL, BASELINE, winner))
         },
     }
 
 
 def _pooled(
-    judged: list[SymbolRuns], bands: dict[tuple[str, int, str], Scored], h: int, seed: int
+    judged: list[SymbolRuns], bands: Bands, names: tuple[str, ...], h: int, seed: int
 ) -> dict[str, Any]:
     pooled = {}
-    for name in CANDIDATES:
-        hits = [bands[(sr.symbol, h, name)].hits for sr in judged]
-        scores = [bands[(sr.symbol, h, name)].interval_score for sr in judged]
-        coverage = _pooled_mean(hits, h, seed)
+    for name in names:
+        scored = [bands[(sr.symbol, h, name)] for sr in judged]
+        hits = [s.hits for s in scored]
+        coverage = joint_mean(
+            [(date_keys(sr, s.origins), s.hits) for sr, s in zip(judged, scored, strict=True)],
+            h,
+            seed=seed,
+        )
         pooled[name] = {
-            "interval_score": float(np.concatenate(scores).mean()),
+            "interval_score": float(np.concatenate([s.interval_score for s in scored]).mean()),
             "coverage": coverage["mean"],
             "coverage_ci": coverage["ci"],
             "n": int(sum(len(x) for x in hits)),
@@ -309,30 +420,18 @@ def _pooled(
     return pooled
 
 
-def _pooled_mean(values: list[np.ndarray], h: int, seed: int) -> dict[str, Any]:
-    """Mean over every symbol's values, with a per-symbol block bootstrap interval."""
-    rng = np.random.default_rng(seed)
-    sums, count = np.zeros(N_BOOT), 0
-    for v in values:
-        v = np.asarray(v, dtype=np.float64)
-        sums += v[block_indices(len(v), bootstrap_block(len(v), h), N_BOOT, rng)].sum(1)
-        count += len(v)
-    low, high = percentile_interval(sums / count)
-    return {"mean": float(np.concatenate(values).mean()), "ci": [low, high]}
-
-
 def _terciles(
-    judged: list[SymbolRuns], bands: dict[tuple[str, int, str], Scored], h: int
+    judged: list[SymbolRuns], bands: Bands, names: tuple[str, ...], h: int
 ) -> dict[str, Any]:
     """Coverage when the trailing 20-day volatility was low, middle, high (per-symbol
     terciles of the test window, pooled), for every candidate."""
-    groups: dict[str, list[list[np.ndarray]]] = {name: [[], [], []] for name in CANDIDATES}
+    groups: dict[str, list[list[np.ndarray]]] = {name: [[], [], []] for name in names}
     for sr in judged:
         origins = bands[(sr.symbol, h, RESIDUAL)].origins
         vol = _trailing_vol(sr, origins)
         cuts = np.quantile(vol, [1 / 3, 2 / 3])
         tercile = np.searchsorted(cuts, vol, side="right")
-        for name in CANDIDATES:
+        for name in names:
             hits = bands[(sr.symbol, h, name)].hits
             for t in range(3):
                 groups[name][t].append(hits[tercile == t])
@@ -342,39 +441,52 @@ def _terciles(
     }
 
 
-PAIRS = (
-    ("ewma", RESIDUAL),
-    ("gjr", RESIDUAL),
-    ("rolling", RESIDUAL),
-    ("ewma", "rolling"),
-    ("gjr", "rolling"),
-    ("gjr", "ewma"),
-)
+def per_symbol_pooled_skill(
+    pairs: list[tuple[np.ndarray, np.ndarray]], horizon: int, seed: int
+) -> dict[str, Any]:
+    """The earlier pooled interval, kept to show what the joint bootstrap changes: each
+    symbol resampled on its own, as if the symbols were independent."""
+    rng = np.random.default_rng(seed)
+    sums = np.zeros((N_BOOT, 2))
+    total = np.zeros(2)
+    n_eff = 0
+    for loss, reference in pairs:
+        block = bootstrap_block(len(loss), horizon)
+        sums += block_sums(np.column_stack([loss, reference]), block, N_BOOT, rng)
+        total += [loss.sum(), reference.sum()]
+        n_eff += len(loss) // horizon
+    low, high = percentile_interval(1 - sums[:, 0] / sums[:, 1])
+    return {"skill": float(1 - total[0] / total[1]), "ci": [low, high], "n_independent": n_eff}
 
 
 def _comparisons(
     judged: list[SymbolRuns],
-    bands: dict[tuple[str, int, str], Scored],
+    bands: Bands,
     horizons: tuple[int, ...],
+    pairs: list[tuple[str, str]],
     seed: int,
 ) -> dict[str, Any]:
-    """Interval-score skill of each pair per symbol and horizon: bootstrap interval, DM-HLN
-    p-value and whether it stands after Holm over the pair's symbol × horizon cells."""
+    """Interval-score skill of each pair per symbol and horizon: bootstrap interval, the
+    fixed-b DM p-value (and the earlier n^(1/3)-lag DM-HLN one), and whether each stands
+    after Holm over the pair's symbol × horizon cells; pooled with the joint bootstrap (and
+    the earlier per-symbol one)."""
     out: dict[str, Any] = {}
-    for name, reference in PAIRS:
+    available = {name for (_, _, name) in bands}
+    for name, reference in pairs:
+        if name not in available or reference not in available:
+            continue
         rows: list[dict[str, Any]] = []
-        p_values: list[float] = []
         for h in horizons:
-            pairs = []
+            symbol_pairs = []
             for sr in judged:
                 loss = bands[(sr.symbol, h, name)].interval_score
                 base = bands[(sr.symbol, h, reference)].interval_score
-                pairs.append((loss, base))
+                symbol_pairs.append((loss, base))
                 block = bootstrap_block(len(loss), h)
-                index = block_indices(len(loss), block, N_BOOT, np.random.default_rng(seed))
-                samples = 1 - loss[index].mean(1) / base[index].mean(1)
-                low, high = percentile_interval(samples)
-                test = dm_hln(loss, base, h)
+                sums = block_sums(np.column_stack([loss, base]), block, N_BOOT,
+                                  np.random.default_rng(seed))  # fmt: skip
+                low, high = percentile_interval(1 - sums[:, 0] / sums[:, 1])
+                test, old = dm_fixed_b(loss, base, h), dm_hln(loss, base, h)
                 rows.append(
                     {
                         "symbol": sr.symbol,
@@ -385,43 +497,28 @@ def _comparisons(
                         "p_value": test.p_value,
                         "lag": test.lag,
                         "n": test.n,
+                        "p_value_short_lag": old.p_value,
+                        "lag_short": old.lag,
                     }
                 )
-                p_values.append(test.p_value)
-            out.setdefault(f"{name}_vs_{reference}_pooled", {})[str(h)] = _pooled_skill(
-                pairs, h, seed
-            )
-        for row, stands in zip(rows, holm(p_values), strict=True):
-            row["better_after_holm"] = bool(stands and row["skill"] > 0)
-            row["worse_after_holm"] = bool(stands and row["skill"] < 0)
+            out.setdefault(f"{name}_vs_{reference}_pooled", {})[str(h)] = {
+                **joint_skill(_parts(judged, bands, h, name, reference), h, seed=seed),
+                "per_symbol_bootstrap": per_symbol_pooled_skill(symbol_pairs, h, seed),
+                "n_independent": sum(len(loss) // h for loss, _ in symbol_pairs),
+            }
+        for key, suffix in (("p_value", ""), ("p_value_short_lag", "_short_lag")):
+            stands = holm([row[key] for row in rows])
+            for row, ok in zip(rows, stands, strict=True):
+                row[f"better_after_holm{suffix}"] = bool(ok and row["skill"] > 0)
+                row[f"worse_after_holm{suffix}"] = bool(ok and row["skill"] < 0)
         out[f"{name}_vs_{reference}"] = rows
     return out
 
 
-def _winner(report: dict[str, Any], horizons: tuple[int, ...]) -> tuple[str, str]:
-    """The band to serve: the volatility band with the lowest mean pooled interval score,
-    if its pooled skill over today's band has a 95 % interval above zero at every horizon
-    of 1 and 5 days evaluated; otherwise today's band stays."""
-    short = [h for h in horizons if h <= 5] or list(horizons)
-    ranked = sorted(
-        volatility.METHODS,
-        key=lambda m: np.mean([report["pooled"][str(h)][m]["interval_score"] for h in horizons]),
-    )
-    for method in ranked:
-        pooled = report["comparisons"][f"{method}_vs_{RESIDUAL}_pooled"]
-        if all(pooled[str(h)]["ci"][0] > 0 for h in short):
-            skills = ", ".join(f"{100 * pooled[str(h)]['skill']:.1f} %" for h in horizons)
-            return method, (
-                f"the {method} band scores better than today's band at every short horizon "
-                f"(pooled interval-score skill {skills} at {', '.join(map(str, horizons))} "
-                "days, 95 % intervals above zero at 1 and 5 days)"
-            )
-    return RESIDUAL, "no volatility band beat today's band at 1 and 5 days; it stays"
-
-
 def band_table(bands: dict[str, Any]) -> dict[str, Any]:
     """The ``band`` block of calibration.json: the chosen method, its stretch, and the
-    coverage it and today's band reached per symbol and pooled (with n and interval)."""
+    coverage it and today's band reached per symbol and pooled (with n and interval); how
+    it was chosen, and its skill over GARCH(1,1)-t on the test windows."""
     method = bands["winner"]
     chosen = (method, RESIDUAL) if method != RESIDUAL else (RESIDUAL,)
     coverage: dict[str, Any] = {name: {} for name in chosen}
@@ -445,10 +542,21 @@ def band_table(bands: dict[str, Any]) -> dict[str, Any]:
     stretch = (
         {h: s[method] for h, s in bands.get("stretch", {}).items()} if method != RESIDUAL else {}
     )
+    versus = {
+        h: {k: v for k, v in by_name[method].items() if k.endswith("_skill")}
+        for h, by_name in bands.get("vs_baseline", {}).items()
+        if method in by_name
+    }
+    tests = (bands.get("coverage_tests") or {}).get(method) or {}
     return {
         "method": method,
         "stretch": stretch,
         "coverage": coverage,
         "pooled": pooled,
         "verdict": bands["verdict"],
+        "rule": bands.get("rule"),
+        "chosen_on": "tune windows",
+        "baseline": BASELINE,
+        "skill_vs_baseline": versus,
+        "coverage_tests_rejected": tests.get("rejected"),
     }

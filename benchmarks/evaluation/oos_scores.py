@@ -1,12 +1,12 @@
 """Point-forecast scores on the test window: error, relative MAE, direction, skill versus naive.
 
 Why: "beats naive" may only be claimed where it is significant, so every row carries the
-skill's block-bootstrap interval (blocks of at least 2 h) and a Diebold–Mariano test (lag
-at least 1.5 h, Harvey–Leybourne–Newbold corrected) next to the plain errors; nested.py
-then applies Holm's correction over every cell. "relative MAE" is the MAE over the
-no-change forecast's MAE on the same origins (not Hyndman's MASE, which scales by the
-in-sample one-step naive error). Directional accuracy is compared with always calling "up",
-the direction a drifting random walk calls.
+skill's block-bootstrap interval (blocks of at least 2 h) and a Diebold–Mariano test
+(fixed-b: a Bartlett bandwidth of max(h, ⌈1.3 √n⌉) and its fixed-b p-value, fixed_b.py)
+next to the plain errors; nested.py then applies Holm's correction over every cell.
+"relative MAE" is the MAE over the no-change forecast's MAE on the same origins (not
+Hyndman's MASE, which scales by the in-sample one-step naive error). Directional accuracy
+is compared with always calling "up", the direction a drifting random walk calls.
 Errors are in log terms (|log(actual / forecast)|, about a relative error), so a decade of
 prices that rose many times over is not dominated by its last years.
 """
@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.evaluation.band_tests import bootstrap_block, dm_hln
+from benchmarks.evaluation.fixed_b import dm_fixed_b
 from benchmarks.evaluation.replay import LEGACY, LIVE
 from benchmarks.evaluation.runs import SymbolRuns, log_actual
 from benchmarks.evaluation.significance import skill_interval
@@ -42,7 +43,7 @@ def _row(
     always_up = actual[moved, -1] > 0
     direction_p = None
     if moved.sum() >= 3 and not np.array_equal(direction, always_up):
-        direction_p = dm_hln(1.0 - direction, 1.0 - always_up, horizon).p_value
+        direction_p = dm_fixed_b(1.0 - direction, 1.0 - always_up, horizon).p_value
     row: dict[str, Any] = {
         "model": name,
         "n_origins": len(loss),
@@ -55,13 +56,14 @@ def _row(
         "skill_ci": None,
         "dm_statistic": None,
         "dm_p_value": None,
+        "dm_p_value_short_lag": None,
         "verdict": "reference" if name == BASELINE else "n/a",
     }
     if naive_loss is None or name == BASELINE or len(loss) < 3:
         return row
     block = bootstrap_block(len(loss), horizon)
     skill, low, high = skill_interval(loss, naive_loss, block, seed=seed)
-    dm = dm_hln(loss, naive_loss, horizon)
+    dm = dm_fixed_b(loss, naive_loss, horizon)
     if low > 0:
         verdict = "better"
     elif high < 0:
@@ -73,6 +75,7 @@ def _row(
         skill_ci=[low, high],
         dm_statistic=dm.statistic if math.isfinite(dm.statistic) else None,
         dm_p_value=dm.p_value,
+        dm_p_value_short_lag=dm_hln(loss, naive_loss, horizon).p_value,  # the earlier test
         verdict=verdict,
     )
     return row

@@ -21,6 +21,7 @@ from benchmarks.evaluation.walkforward import (
     realized,
 )
 from predictions.forecasting.catalog import BASELINE
+from predictions.forecasting.range_variance import Bars
 
 HORIZONS = (1, 5, 20)
 
@@ -34,6 +35,7 @@ class SymbolRuns:
     windows: Windows
     runs: list[OutOfSample]
     dates: np.ndarray | None = None
+    bars: Bars | None = None  # open/high/low/close for the range-based bands, when known
     replays: dict[tuple[str, int], Replay] = field(default_factory=dict)
 
     def ok_runs(self) -> list[OutOfSample]:
@@ -63,8 +65,10 @@ def run_models(
     windows: Windows | None = None,
     dates: np.ndarray | None = None,
     params: dict[str, dict[str, Any]] | None = None,
+    bars: Bars | None = None,
 ) -> SymbolRuns:
-    """Out-of-sample forecasts of every model; the baseline is put first."""
+    """Out-of-sample forecasts of every model; the baseline is put first. ``bars`` (aligned
+    with ``prices``) let the range-based volatility bands compete."""
     prices = np.asarray(prices, dtype=np.float64)
     windows = windows or plan_windows(len(prices))
     ordered = sorted(models, key=lambda m: m != BASELINE)
@@ -72,7 +76,7 @@ def run_models(
         out_of_sample(m, prices, windows, steps, seed=seed, params=(params or {}).get(m))
         for m in ordered
     ]
-    return SymbolRuns(symbol, prices, windows, runs, dates)
+    return SymbolRuns(symbol, prices, windows, runs, dates, bars)
 
 
 def log_actual(sr: SymbolRuns, origins: np.ndarray, horizon: int) -> np.ndarray:

@@ -8,11 +8,13 @@ horizon and the coverage it reached per symbol, and keeps the residual band's st
 weighted pooled quantiles of the models' out-of-sample log residuals around the combined
 path, widened by half the models' spread, their log offsets stretched per step by a factor
 chosen on an earlier window (split-conformal scaling). Without the file the residual band
-is used as built (scale 1).
+is used as built (scale 1). The table also records, per symbol, the last date the
+evaluation saw (``seen_until``): a replay after it is out of sample.
 """
 
 from __future__ import annotations
 
+import datetime
 import functools
 import json
 import math
@@ -41,6 +43,8 @@ class Calibration:
     ``band`` is the band the evaluation chose (``method``: "residual" for the backtest
     residual band, else a volatility method), its conformal ``stretch`` per horizon and the
     coverage it reached on the test windows per symbol and pooled (see oos_bands.py).
+    ``seen_until`` maps each evaluated symbol to the last date any part of the evaluation
+    (tune or test) saw; ``held_out_bars`` is how many bars after it were held out.
     """
 
     interval_scale: dict[int, float] = field(default_factory=dict)
@@ -50,6 +54,8 @@ class Calibration:
     source: str = "not calibrated: the band is used as built"
     backtest_step: int | None = None  # the live backtest stride the stretch was tuned for
     band: dict[str, Any] = field(default_factory=dict)
+    seen_until: dict[str, datetime.date] = field(default_factory=dict)
+    held_out_bars: int | None = None
 
     @property
     def band_method(self) -> str:
@@ -133,6 +139,8 @@ class Calibration:
             "source": self.source,
             "backtest_step": self.backtest_step,
             "band": self.band,
+            "seen_until": {k: v.isoformat() for k, v in sorted(self.seen_until.items())},
+            "held_out_bars": self.held_out_bars,
         }
 
     @classmethod
@@ -150,6 +158,14 @@ class Calibration:
         stretch = {int(k): float(v) for k, v in (band.get("stretch") or {}).items()}
         if any(k < 1 or not (math.isfinite(v) and v > 0) for k, v in stretch.items()):
             raise ValueError(f"band stretches must be positive per horizon, got {stretch}")
+        try:
+            seen = {
+                str(k): datetime.date.fromisoformat(str(v))
+                for k, v in (data.get("seen_until") or {}).items()
+            }
+        except ValueError as exc:
+            raise ValueError(f"seen_until must map symbols to ISO dates: {exc}") from exc
+        held_out = data.get("held_out_bars")
         return cls(
             interval_scale=scale,
             coverage={int(k): dict(v) for k, v in (data.get("coverage") or {}).items()},
@@ -158,6 +174,8 @@ class Calibration:
             source=str(data.get("source") or ""),
             backtest_step=None if data.get("backtest_step") is None else int(data["backtest_step"]),
             band=band,
+            seen_until=seen,
+            held_out_bars=None if held_out is None else int(held_out),
         )
 
 
@@ -186,6 +204,17 @@ def load_calibration(path: Path = TABLE_PATH) -> Calibration:
         return Calibration.from_dict(json.loads(path.read_text(encoding="utf-8")))
     except FileNotFoundError:
         return NEUTRAL
+
+
+def seen_until(symbol: str) -> datetime.date | None:
+    """The last date the adopted evaluation saw of ``symbol`` (tune or test window), or None
+    for a symbol it did not evaluate: a replay that starts after it is out of sample."""
+    return load_calibration().seen_until.get(symbol.upper())
+
+
+def seen_until_all() -> dict[str, datetime.date]:
+    """Every evaluated symbol's last seen date (see seen_until)."""
+    return dict(load_calibration().seen_until)
 
 
 def weighted_quantiles(values: np.ndarray, weights: np.ndarray, probs: np.ndarray) -> np.ndarray:

@@ -12,18 +12,14 @@ from typing import Any
 
 import numpy as np
 
-from . import doubt
+from . import doubt, volatility
 from .base import ForecastError, check_horizon
 from .calibration import INTERVAL_LEVEL, Calibration, band, load_calibration, pooled_offsets
 from .weighting import inverse_error_weights, out_of_sample_skill
 
 __all__ = ["INTERVAL_LEVEL", "combine", "ensure_finite", "sentiment_tilt"]
 FULL_SENTIMENT_COUNT = 20  # posts needed before sentiment gets its full (bounded) say
-VOLATILITY_NAMES = {
-    "gjr": "GJR-GARCH(1,1)-t",
-    "ewma": "EWMA (λ = 0.94)",
-    "rolling": "rolling 250-day",
-}
+VOLATILITY_NAMES = volatility.LABELS
 
 
 def ensure_finite(value: Any, path: str = "result") -> Any:

@@ -2,14 +2,22 @@
 
 Why: the point forecast carries no skill over "no change" (docs/evaluation.md), so what a
 forecast can offer is its band, and a band worth having is narrow when the market is calm
-and wide when it is not. Three estimates of the daily variance compete for the band (the
-evaluation picks the one the service uses):
+and wide when it is not. Estimates of the daily variance compete for the band (the
+evaluation picks the one the service uses, on data it does not score it on):
 
 - ``rolling``: the plain variance of the last 250 daily log returns (about a trading year);
 - ``ewma``: RiskMetrics' exponentially weighted variance, λ = 0.94 (a half-life of about
   11 days), flat over the path (σ²(t, h) = h · σ²(t, 1));
-- ``gjr``: GJR-GARCH(1,1) with Student-t errors (``arch``), whose variance reverts to its
-  long-run level over the path and reacts more to falls than to rises.
+- ``garch``: GARCH(1,1) with Student-t errors (``arch``), the baseline every other must
+  beat: its variance reverts to its long-run level over the path;
+- ``gjr``: GJR-GARCH(1,1)-t, which also reacts more to falls than to rises;
+- ``parkinson``, ``garman_klass``, ``rogers_satchell``: the EWMA (λ = 0.94) of a range-based
+  daily variance (range_variance.py: the day's open, high, low and close, plus the
+  squared overnight gap), flat over the path;
+- ``har_parkinson``, ``har_garman_klass``, ``har_rogers_satchell``: a HAR model (har.py) on
+  that range-based variance, iterated over the path.
+
+The range-based methods need the bars (``Bars``), not only the closes.
 
 Every array is indexed by origin: ``horizon_variance(prices, method, h)[o - 1]`` is the
 variance of the h-day log return after origin ``o`` (the forecast that has seen
@@ -25,11 +33,56 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .har import MONTH, HARParams, fit_har, forecast_sums
+from .range_variance import ESTIMATORS, Bars, daily_variance
+
 EWMA_LAMBDA = 0.94
 ROLLING_WINDOW = 250
-SEED_RETURNS = 20  # returns that seed the EWMA recursion (their plain mean square)
+SEED_RETURNS = 20  # values that seed an EWMA recursion (their plain mean)
 MIN_GARCH_RETURNS = 250  # fewer returns than this and the GARCH fit is not trusted
-METHODS = ("rolling", "ewma", "gjr")
+GARCH_METHODS = ("garch", "gjr")
+RANGE_EWMA_METHODS = ESTIMATORS  # "parkinson", "garman_klass", "rogers_satchell"
+HAR_METHODS = tuple(f"har_{e}" for e in ESTIMATORS)
+CLOSE_METHODS = ("rolling", "ewma", *GARCH_METHODS)
+RANGE_METHODS = (*RANGE_EWMA_METHODS, *HAR_METHODS)
+METHODS = (*CLOSE_METHODS, *RANGE_METHODS)
+BASELINE = "garch"  # GARCH(1,1)-t: what every other band must beat
+LABELS = {
+    "rolling": "rolling 250-day",
+    "ewma": "EWMA (λ = 0.94)",
+    "garch": "GARCH(1,1)-t",
+    "gjr": "GJR-GARCH(1,1)-t",
+    "parkinson": "Parkinson range EWMA",
+    "garman_klass": "Garman–Klass range EWMA",
+    "rogers_satchell": "Rogers–Satchell range EWMA",
+    "har_parkinson": "HAR on Parkinson range",
+    "har_garman_klass": "HAR on Garman–Klass range",
+    "har_rogers_satchell": "HAR on Rogers–Satchell range",
+}
+
+__all__ = [
+    "BASELINE",
+    "METHODS",
+    "RANGE_METHODS",
+    "Bars",
+    "GJRParams",
+    "LABELS",
+    "ewma_variance",
+    "fit_garch",
+    "fit_gjr",
+    "horizon_variance",
+    "horizon_variances",
+    "live_sigma",
+    "log_returns",
+    "needs_bars",
+    "path_variance",
+    "rolling_variance",
+]
+
+
+def needs_bars(method: str) -> bool:
+    """Whether a method reads the day's open, high and low (not only the closes)."""
+    return method in RANGE_METHODS
 
 
 def log_returns(prices: np.ndarray) -> np.ndarray:
@@ -37,15 +90,21 @@ def log_returns(prices: np.ndarray) -> np.ndarray:
     return np.diff(np.log(np.asarray(prices, dtype=np.float64)))
 
 
+def ewma_smooth(values: np.ndarray, lam: float = EWMA_LAMBDA) -> np.ndarray:
+    """v[k] = the exponentially weighted mean of values[:k] (seeded by the first 20); one
+    element more than ``values``."""
+    x = np.asarray(values, dtype=np.float64)
+    out = np.empty(len(x) + 1)
+    out[0] = x[:SEED_RETURNS].mean() if len(x) else math.nan
+    for k, value in enumerate(x):  # a plain loop: ~10k steps is well under a millisecond
+        out[k + 1] = lam * out[k] + (1 - lam) * value
+    return out
+
+
 def ewma_variance(returns: np.ndarray, lam: float = EWMA_LAMBDA) -> np.ndarray:
     """v[k] = the variance forecast for returns[k] from returns[:k]; one element more than
     ``returns`` (the last is the forecast for the next, unseen day)."""
-    r2 = np.asarray(returns, dtype=np.float64) ** 2
-    out = np.empty(len(r2) + 1)
-    out[0] = r2[:SEED_RETURNS].mean() if len(r2) else math.nan
-    for k, value in enumerate(r2):  # a plain loop: ~10k steps is well under a millisecond
-        out[k + 1] = lam * out[k] + (1 - lam) * value
-    return out
+    return ewma_smooth(np.asarray(returns, dtype=np.float64) ** 2, lam)
 
 
 def rolling_variance(returns: np.ndarray, window: int = ROLLING_WINDOW) -> np.ndarray:
@@ -62,7 +121,8 @@ def rolling_variance(returns: np.ndarray, window: int = ROLLING_WINDOW) -> np.nd
 
 @dataclass(frozen=True)
 class GJRParams:
-    """GJR-GARCH(1,1) parameters for returns in log units (not percent)."""
+    """GJR-GARCH(1,1) parameters for returns in log units (not percent); ``gamma`` = 0 is
+    the plain GARCH(1,1)."""
 
     mu: float
     omega: float
@@ -81,15 +141,17 @@ class GJRParams:
         return self.omega / (1 - self.persistence) if self.persistence < 1 else math.inf
 
 
-def fit_gjr(returns: np.ndarray) -> GJRParams:
-    """Maximum-likelihood GJR-GARCH(1,1)-t on the returns (scaled to percent for the
-    optimiser, as ``arch`` recommends). Raises ValueError when too few or it fails."""
+def fit_garch(returns: np.ndarray, *, leverage: bool) -> GJRParams:
+    """Maximum-likelihood GARCH(1,1)-t (GJR's with ``leverage``) on the returns (scaled to
+    percent for the optimiser, as ``arch`` recommends). Raises ValueError when too few
+    returns or the fit fails."""
     from arch import arch_model  # imports slowly; only the fits need it
 
     r = np.asarray(returns, dtype=np.float64)
     if len(r) < MIN_GARCH_RETURNS:
         raise ValueError(f"{len(r)} returns are too few for a GARCH fit ({MIN_GARCH_RETURNS})")
-    model = arch_model(100 * r, mean="Constant", vol="GARCH", p=1, o=1, q=1, dist="t")
+    o = 1 if leverage else 0
+    model = arch_model(100 * r, mean="Constant", vol="GARCH", p=1, o=o, q=1, dist="t")
     fit = model.fit(disp="off", show_warning=False)
     if fit.convergence_flag != 0:
         raise ValueError(f"the GARCH fit did not converge (flag {fit.convergence_flag})")
@@ -98,10 +160,15 @@ def fit_gjr(returns: np.ndarray) -> GJRParams:
         mu=float(p["mu"]) / 100,
         omega=float(p["omega"]) / 100**2,
         alpha=float(p["alpha[1]"]),
-        gamma=float(p["gamma[1]"]),
+        gamma=float(p["gamma[1]"]) if leverage else 0.0,
         beta=float(p["beta[1]"]),
         nu=float(p["nu"]),
     )
+
+
+def fit_gjr(returns: np.ndarray) -> GJRParams:
+    """GJR-GARCH(1,1)-t (see fit_garch)."""
+    return fit_garch(returns, leverage=True)
 
 
 def gjr_variance(returns: np.ndarray, params: GJRParams) -> np.ndarray:
@@ -122,7 +189,7 @@ def path_variance(
 ) -> np.ndarray:
     """Variance of the h-day log return, Σ_k E[σ²(t + k)] for k = 1..h.
 
-    Without ``params`` (EWMA, rolling) the daily variance is flat: h · σ²(t, 1). With GJR
+    Without ``params`` (EWMA, rolling) the daily variance is flat: h · σ²(t, 1). With GARCH
     parameters each day's expected variance reverts towards the long-run level at rate
     ``persistence`` (the Student-t errors are symmetric, so a fall is expected half the time).
     """
@@ -134,19 +201,16 @@ def path_variance(
     return horizon * bar + (v1 - bar) * decay
 
 
-def first_step_variance(
-    returns: np.ndarray, method: str, params: GJRParams | None = None
-) -> tuple[np.ndarray, GJRParams | None]:
-    """v[k] = the variance forecast for returns[k] from returns[:k], by `method`, with the
-    GARCH parameters used (fitted on every return unless `params` are given)."""
-    if method == "ewma":
-        return ewma_variance(returns), None
-    if method == "rolling":
-        return rolling_variance(returns), None
-    if method == "gjr":
-        params = params or fit_gjr(returns)
-        return gjr_variance(returns, params), params
-    raise ValueError(f"unknown volatility method {method!r}; known: {', '.join(METHODS)}")
+def _daily_measure(prices: np.ndarray, method: str, bars: Bars | None) -> np.ndarray:
+    """What a method's daily variance is measured by: squared returns, or a range-based
+    variance (element k: the day of return k)."""
+    if not needs_bars(method):
+        return log_returns(prices) ** 2
+    if bars is None:
+        raise ValueError(f"the {method} band needs the day's open, high and low, not only closes")
+    if len(bars) != len(prices):
+        raise ValueError(f"{len(bars)} bars for {len(prices)} prices")
+    return daily_variance(bars, method.removeprefix("har_"))
 
 
 def horizon_variance(
@@ -154,48 +218,105 @@ def horizon_variance(
     method: str,
     horizon: int,
     refit_origins: Sequence[int] | None = None,
+    bars: Bars | None = None,
 ) -> np.ndarray:
     """v[o - 1] = the variance of the ``horizon``-day log return after origin ``o``, for
     every origin o = 1 .. len(prices) (the last is the live forecast after the last bar).
 
-    ``gjr`` with ``refit_origins`` is fitted at each of those origins on the prices before
-    it and filtered daily until the next (the way the evaluation refreshes the models);
-    without, it is fitted once on the whole history, as the service does at request time.
-    Before the first fit the EWMA stands in.
+    The fitted methods (GARCH, GJR, HAR) with ``refit_origins`` are fitted at each of those
+    origins on the data before it and filtered daily until the next (the way the evaluation
+    refreshes the models); without, they are fitted once on the whole history, as the
+    service does at request time. Before the first fit the EWMA of the same daily measure
+    stands in. Range-based methods need ``bars`` (aligned with ``prices``).
     """
+    return horizon_variances(prices, method, (horizon,), refit_origins, bars)[horizon]
+
+
+def horizon_variances(
+    prices: np.ndarray,
+    method: str,
+    horizons: Sequence[int],
+    refit_origins: Sequence[int] | None = None,
+    bars: Bars | None = None,
+) -> dict[int, np.ndarray]:
+    """horizon_variance for several horizons at once, each fit made once."""
+    if method not in METHODS:
+        raise ValueError(f"unknown volatility method {method!r}; known: {', '.join(METHODS)}")
+    prices = np.asarray(prices, dtype=np.float64)
+    measure = _daily_measure(prices, method, bars)  # one element per return
+    if method == "rolling":
+        first = rolling_variance(log_returns(prices))
+        return {h: path_variance(first, h) for h in horizons}
+    out = {h: path_variance(ewma_smooth(measure), h) for h in horizons}  # EWMA, or stand-in
+    if method in ("ewma", *RANGE_EWMA_METHODS):
+        return out
     r = log_returns(prices)
-    if method != "gjr" or refit_origins is None:
-        variances, params = first_step_variance(r, method)
-        return path_variance(variances, horizon, params)
-    out = path_variance(ewma_variance(r), horizon)
-    starts = sorted(refit_origins)
-    for first, following in zip(starts, [*starts[1:], len(out) + 1], strict=True):
-        seen = r[: first - 1]  # origin o has seen prices[:o], so returns[:o - 1]
-        if len(seen) < MIN_GARCH_RETURNS:
-            continue
-        params = fit_gjr(seen)
-        block = slice(first - 1, following - 1)
-        out[block] = path_variance(gjr_variance(r, params)[block], horizon, params)
+    size = len(r) + 1
+    if refit_origins is None:
+        plan = [(len(r), np.arange(size))]  # one fit on every return, every origin
+    else:
+        starts = sorted(refit_origins)
+        stops = [*starts[1:], size + 1]
+        # origin o has seen prices[:o], so returns[:o - 1]; its variance sits at o - 1
+        plan = [
+            (a - 1, np.arange(a - 1, min(b - 1, size))) for a, b in zip(starts, stops, strict=True)
+        ]
+    for seen, block in plan:
+        if refit_origins is not None and seen < MIN_GARCH_RETURNS:
+            continue  # too little history yet: the EWMA stands in
+        if method in GARCH_METHODS:
+            params = fit_garch(r[:seen], leverage=method == "gjr")
+            first_step = gjr_variance(r, params)[block]
+            for h in horizons:
+                out[h][block] = path_variance(first_step, h, params)
+        else:
+            har = fit_har(measure[:seen])
+            ks = block[block >= MONTH]
+            sums = forecast_sums(measure, har, ks, max(horizons))
+            for h in horizons:
+                out[h][ks] = sums[:, h - 1]
     return out
 
 
-_LIVE_FITS: dict[bytes, GJRParams] = {}
+_LIVE_FITS: dict[bytes, GJRParams | HARParams] = {}
 _LIVE_FITS_KEPT = 64
 
 
-def live_sigma(prices: np.ndarray, method: str, steps: int) -> np.ndarray:
+def _live_fit(key: bytes, fit: GJRParams | HARParams) -> None:
+    if len(_LIVE_FITS) >= _LIVE_FITS_KEPT:
+        _LIVE_FITS.pop(next(iter(_LIVE_FITS)))
+    _LIVE_FITS[key] = fit
+
+
+def live_sigma(prices: np.ndarray, method: str, steps: int, bars: Bars | None = None) -> np.ndarray:
     """σ of the k-day log return after the last bar, for k = 1 .. steps.
 
-    The GARCH fit is kept per distinct history (64 at most), so a symbol asked again on
-    the same bars is not refitted.
+    The fit (GARCH, GJR, HAR) is kept per distinct history and method (64 at most), so a
+    symbol asked again on the same bars is not refitted. Raises ValueError when the history
+    cannot give one (too short, a failed fit, a range method without bars).
     """
-    r = log_returns(prices)
-    key = hashlib.blake2b(r.tobytes(), digest_size=16).digest()
-    variances, params = first_step_variance(r, method, _LIVE_FITS.get(key))
-    if params is not None and key not in _LIVE_FITS:
-        if len(_LIVE_FITS) >= _LIVE_FITS_KEPT:
-            _LIVE_FITS.pop(next(iter(_LIVE_FITS)))
-        _LIVE_FITS[key] = params
-    first = variances[-1]
+    if method not in METHODS:
+        raise ValueError(f"unknown volatility method {method!r}; known: {', '.join(METHODS)}")
+    prices = np.asarray(prices, dtype=np.float64)
+    measure = _daily_measure(prices, method, bars)
     ks = np.arange(1, steps + 1)
-    return np.sqrt(np.array([float(path_variance(first, int(k), params)) for k in ks]))
+    if method == "rolling":
+        return np.sqrt(ks * rolling_variance(log_returns(prices))[-1])
+    if method in ("ewma", *RANGE_EWMA_METHODS):
+        return np.sqrt(ks * ewma_smooth(measure)[-1])
+    digest = hashlib.blake2b(digest_size=16)
+    digest.update(method.encode())
+    digest.update(prices.tobytes())
+    if bars is not None and needs_bars(method):
+        digest.update(bars.digest_bytes())
+    key = digest.digest()
+    kept = _LIVE_FITS.get(key)
+    if method in GARCH_METHODS:
+        r = log_returns(prices)
+        params = kept if isinstance(kept, GJRParams) else fit_garch(r, leverage=method == "gjr")
+        _live_fit(key, params)
+        first = gjr_variance(r, params)[-1]
+        return np.sqrt(np.array([float(path_variance(first, int(k), params)) for k in ks]))
+    har = kept if isinstance(kept, HARParams) else fit_har(measure)
+    _live_fit(key, har)
+    return np.sqrt(forecast_sums(measure, har, np.array([len(measure)]), steps)[0])

@@ -3,12 +3,14 @@ an operator adopts a full run, and then they name the run that made them."""
 
 from __future__ import annotations
 
+import datetime
 import hashlib
 import json
 
 import pytest
 
 from benchmarks import evaluate
+from predictions.forecasting import volatility
 from predictions.forecasting.calibration import TABLE_PATH, Calibration
 from predictions.forecasting.scorecard import SCORECARD_PATH
 
@@ -66,6 +68,9 @@ def test_adopting_a_full_run_copies_its_tables_and_names_the_run(small_run, tmp_
     assert adopted.source == source
     assert report["run"]["commit"] in source
     assert hashlib.sha256((full / "results.json").read_bytes()).hexdigest()[:12] in source
-    assert adopted.band["method"] in ("residual", "rolling", "ewma", "gjr")
+    assert adopted.band["method"] in ("residual", *volatility.METHODS)
+    assert adopted.seen_until["AAPL"] == datetime.date(2012, 2, 29)
+    assert json.loads(card.read_text())["held_out"]["seen_until"]["AAPL"] == "2012-02-29"
     assert json.loads(card.read_text())["source"] == source
-    assert "Bands compared" in (tmp_path / "evaluation.md").read_text()
+    page = (tmp_path / "evaluation.md").read_text()
+    assert "chosen on the tune windows" in page and "Against GARCH(1,1)-t" in page

@@ -71,3 +71,65 @@ def test_the_garch_fit_recovers_a_simulated_process():
 def test_too_short_a_history_is_refused_for_garch():
     with pytest.raises(ValueError, match="too few"):
         volatility.fit_gjr(np.zeros(100))
+
+
+def test_the_plain_garch_fit_recovers_a_simulated_process_without_leverage():
+    from arch.univariate import GARCH, ConstantMean, StudentsT
+
+    model = ConstantMean(None, volatility=GARCH(p=1, q=1), distribution=StudentsT(seed=6))
+    truth = [0.05, 0.02, 0.08, 0.9, 7.0]  # mu, omega, alpha, beta, nu (percent)
+    simulated = model.simulate(truth, 4000)["data"].to_numpy() / 100
+
+    fit = volatility.fit_garch(simulated, leverage=False)
+
+    assert fit.gamma == 0.0
+    assert fit.alpha == pytest.approx(0.08, abs=0.03)
+    assert fit.persistence == pytest.approx(0.98, abs=0.02)
+
+
+def sample_bars(n: int = 1200):
+    from predictions.prices import load_sample
+
+    h = load_sample("IBM")
+    bars = volatility.Bars(h.open[:n], h.high[:n], h.low[:n], h.close[:n], h.adj_close[:n])
+    return h.adj_close[:n], bars
+
+
+@pytest.mark.parametrize("method", volatility.METHODS)
+def test_every_method_gives_a_growing_sigma_after_the_last_bar(method):
+    prices, bars = sample_bars()
+
+    sigma = volatility.live_sigma(prices, method, 5, bars)
+
+    assert np.all(np.isfinite(sigma)) and np.all(np.diff(sigma) > 0) and sigma[0] > 0
+    whole = volatility.horizon_variance(prices, method, 5, bars=bars)
+    assert np.sqrt(whole[-1]) == pytest.approx(sigma[-1], rel=1e-9)  # the same σ offline
+
+
+@pytest.mark.parametrize("method", ["parkinson", "har_garman_klass"])
+def test_range_methods_look_only_at_the_past_and_need_the_bars(method):
+    prices, bars = sample_bars()
+    shocked = volatility.Bars(bars.open, bars.high * np.where(np.arange(1200) >= 900, 1.3, 1.0),
+                              bars.low, bars.close, bars.adj_close)  # fmt: skip
+    refits = range(500, 1200, 250)
+
+    before = volatility.horizon_variance(prices, method, 5, refits, bars)[:900]
+    after = volatility.horizon_variance(prices, method, 5, refits, shocked)[:900]
+
+    assert np.array_equal(before, after)
+    with pytest.raises(ValueError, match="open, high and low"):
+        volatility.live_sigma(prices, method, 5)
+
+
+def test_a_fit_is_kept_per_distinct_history(monkeypatch):
+    prices, bars = sample_bars()
+    fits = []
+    real = volatility.fit_har
+    monkeypatch.setattr(volatility, "_LIVE_FITS", {})
+    monkeypatch.setattr(volatility, "fit_har", lambda v: fits.append(1) or real(v))
+
+    volatility.live_sigma(prices, "har_parkinson", 5, bars)
+    volatility.live_sigma(prices, "har_parkinson", 20, bars)
+    volatility.live_sigma(prices[:-1], "har_parkinson", 5, bars.head(len(prices) - 1))
+
+    assert len(fits) == 2  # the same bars again are not refitted; one bar less is

@@ -105,3 +105,31 @@ def test_without_sigma_the_flag_falls_back_to_disagreement_with_its_own_measured
 
     assert "models' forecasts for the last day differ more" in result["unsure_meaning"]
     assert "1.8–1.9×" in result["unsure_meaning"]  # not the volatility rule's 2.2–2.5×
+
+
+def test_the_adopted_band_is_built_live_from_the_history_not_a_fallback():
+    """What the shipped calibration.json chose is what a prediction serves: σ from the
+    symbol's own bars (the service's glue, predictions.results.band_sigma), the band
+    path × exp(±q σ) with the adopted stretch, labelled with the chosen method."""
+    from predictions.forecasting import volatility
+    from predictions.forecasting.calibration import load_calibration
+    from predictions.prices import load_sample
+    from predictions.results import band_sigma
+
+    table = load_calibration()
+    history = load_sample("MSFT").tail(1500)
+    assert table.band_method in volatility.METHODS, "the adopted table serves no volatility band"
+
+    sigma = band_sigma(history, 5)
+    result = combine(runs(), None, 100.0, 5, calibration=table, symbol="MSFT", band_sigma=sigma)
+
+    bars = volatility.Bars(history.open, history.high, history.low, history.close,
+                           history.adj_close)  # fmt: skip
+    expected = volatility.live_sigma(history.adj_close, table.band_method, 5, bars)
+    assert sigma == pytest.approx(expected)
+    band = result["interval"]
+    assert band["method"].startswith(volatility.LABELS[table.band_method])
+    q = np.array([table.band_stretch(k) for k in range(1, 6)])
+    path = np.array(result["forecast"])
+    assert band["upper"] == pytest.approx(path * np.exp(q * expected))
+    assert band["coverage"]["method"] == table.band_method

@@ -31,6 +31,14 @@ def test_changing_the_test_window_changes_no_tuned_choice(series):
 
     assert after["interval_scale"] == before["interval_scale"]
     assert after["unsure_spread"] == before["unsure_spread"]
+    # The band is chosen on the tune windows: same tune figures, same choice, same reason.
+    assert after["bands"]["tune"] == before["bands"]["tune"]
+    assert after["bands"]["stretch"] == before["bands"]["stretch"]
+    assert (after["bands"]["winner"], after["bands"]["verdict"]) == (
+        before["bands"]["winner"],
+        before["bands"]["verdict"],
+    )
+    assert after["bands"]["vs_baseline"] != before["bands"]["vs_baseline"]  # the test moved
     tuned = "ensemble (tuned weights)"
     for symbol in original:
         for horizon in map(str, HORIZONS):
