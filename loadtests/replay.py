@@ -1,6 +1,10 @@
 """`make replay`: a year of the offline market, fast-forwarded through the real stack.
 
-    python -m loadtests.replay [--start 2012-03-01 --days 250 --models naive,ridge,arima]
+    python -m loadtests.replay [--start YYYY-MM-DD --days 250 --models naive,ridge,arima]
+
+By default it starts on the first trading day after the last one the adopted evaluation
+saw of the watched symbols (`calibration.seen_until`), so what it measures is out of
+sample for every choice the evaluation made.
 
 It starts the whole stack as `make run` does (its own Redis and database in a temporary
 VAR_DIR) on a paused market-clock replay, follows each watched symbol's websocket, and
@@ -14,9 +18,15 @@ loadtests/reports/replay-<timestamp>/report.md and results.json:
 * forecasts recorded and scored, and whether each was scored exactly once per step and
   model (score rows against the rows a matured forecast must have);
 * live coverage of the 80 % band per symbol and horizon, with n, beside what
-  `make evaluate` measured (the served calibration file);
+  `make evaluate` measured (the served calibration file), counting only steps after the
+  last day the evaluation saw of that symbol;
 * new bar -> refreshed forecast on a subscribed page: p50 / p95 seconds;
-* work per new bar: pipelines run and their seconds.
+* work per new bar: pipelines run and their seconds;
+* the decisions the loop takes, each with its error rate measured on years of real daily
+  errors rather than on this one replayed year: the shadow judge's false promotions and
+  days to a verdict (`benchmarks.decisions.promotion`), model health's false alarms on
+  held-out years and its delay against fault size (`benchmarks.decisions.health`); and
+  what the registry did during the replay.
 """
 
 from __future__ import annotations
@@ -33,7 +43,7 @@ import threading
 import time
 from collections import defaultdict
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -41,13 +51,15 @@ import requests
 from websockets.sync.client import connect
 from websockets.typing import Origin
 
+from benchmarks.decisions import health as health_benchmark
+from benchmarks.decisions import promotion as promotion_benchmark
 from devstack import processes
 from devstack.redis import EmbeddedRedis, free_port
 from devstack.supervisor import spawn, stop_group
 from loadtests import replay_analysis
 from loadtests.latencies import percentile
 from loadtests.report import save
-from predictions.forecasting.calibration import load_calibration
+from predictions.forecasting.calibration import load_calibration, seen_until_all
 
 ROOT = processes.ROOT
 REPORTS = ROOT / "loadtests" / "reports"
@@ -263,24 +275,28 @@ def report(
     )
     scores = query(
         db,
-        "SELECT record_id, model, step, covered FROM predictions_forecastscore",
+        "SELECT record_id, model, step, covered, date FROM predictions_forecastscore",
     )
-    by_record: dict[int, list[tuple[str, int, Any]]] = defaultdict(list)
-    for record_id, model, step, covered in scores:
-        by_record[record_id].append((model, step, covered))
+    by_record: dict[int, list[tuple[str, int, Any, str]]] = defaultdict(list)
+    for record_id, model, step, covered, day in scores:
+        by_record[record_id].append((model, step, covered, day))
     expected = sum(r[4] * (1 + len(json.loads(r[5]))) for r in records)
-    distinct = len({(r, m, s) for r, rows in by_record.items() for m, s, _ in rows})
+    distinct = len({(r, m, s) for r, rows in by_record.items() for m, s, _, _ in rows})
     coverage: dict[str, dict[str, Any]] = {}
     calibration = load_calibration(CALIBRATION)
+    seen = seen_until_all()
     for symbol in symbols:
+        after = seen[symbol].isoformat() if symbol in seen else None
         for horizon in horizons:
             ids = [r[0] for r in records if r[1] == symbol and r[2] == horizon]
-            covered = [
-                c for i in ids for m, _s, c in by_record[i] if m == "ensemble" and c is not None
-            ]
+            steps = [(c, day) for i in ids for m, _s, c, day in by_record[i]
+                     if m == "ensemble" and c is not None]  # fmt: skip
+            covered = [c for c, day in steps if after is not None and day > after]
             measured = (calibration.band_coverage(symbol, horizon) or {}).get("coverage")
             coverage[f"{symbol} h={horizon}"] = {
                 "forecasts": len(ids),
+                "evaluation_saw_until": after,
+                "n_all": len(steps),
                 "n": len(covered),
                 "coverage": sum(covered) / len(covered) if covered else None,
                 "evaluate": measured,
@@ -297,6 +313,7 @@ def report(
     )[0]
     days = args.days
     return {
+        "start": args.start,
         "days": days,
         "wall_seconds": round(outcome.wall, 1),
         "days_missing_a_forecast": outcome.missed,
@@ -334,7 +351,29 @@ def report(
             "SELECT symbol, model, generation, reason FROM predictions_generationevent "
             "WHERE action = 'promoted' AND replaced IS NOT NULL ORDER BY created_at",
         ),
+        "judged": query(
+            db,
+            "SELECT symbol, model, generation, action, reason FROM predictions_generationevent "
+            "WHERE action IN ('shadow', 'rejected') OR (action = 'promoted' AND reason LIKE "
+            "'shadow better%') ORDER BY created_at",
+        ),
+        "decisions": {
+            "promotion": promotion_benchmark.run(),
+            "health": health_benchmark.run(),
+        },
     }
+
+
+def default_start(symbols: list[str]) -> date:
+    """The first weekday after the last day the adopted evaluation saw of any of them."""
+    seen = seen_until_all()
+    known = [seen[s.strip().upper()] for s in symbols if s.strip().upper() in seen]
+    if not known:
+        raise SystemExit("the adopted evaluation saw none of these symbols: pass --start")
+    day = max(known) + timedelta(days=1)
+    while day.weekday() >= 5:
+        day += timedelta(days=1)
+    return day
 
 
 def fault(spec: str) -> tuple[str, float, str] | None:
@@ -348,7 +387,7 @@ def write(results: dict[str, Any]) -> Path:
     lines = [
         "# Replay: forecasts of record through the real stack",
         "",
-        f"{results['days']} trading days, models {results['models']}, "
+        f"{results['days']} trading days from {results['start']}, models {results['models']}, "
         f"{results['wall_seconds']} s of wall time.",
         "",
         f"- forecasts recorded: {results['forecasts_recorded']}, matured: "
@@ -366,23 +405,34 @@ def write(results: dict[str, Any]) -> Path:
         f"- work per new bar: {results['per_new_bar']['pipelines']:.1f} pipelines, "
         f"{results['per_new_bar']['pipeline_seconds']:.2f} s of pipeline time",
         "",
-        "| question | forecasts | scored steps (n) | live coverage of the 80 % band "
-        "| make evaluate |",
-        "| --- | --- | --- | --- | --- |",
+        "Live coverage counts only the steps after the last day `make evaluate` saw of the "
+        "symbol (its adopted tables say which), so the two columns share no data.",
+        "",
+        "| question | forecasts | evaluation saw until | scored steps after it (of all) "
+        "| live coverage of the 80 % band | make evaluate |",
+        "| --- | --- | --- | --- | --- | --- |",
     ]
     for name, row in results["coverage"].items():
         live = "–" if row["coverage"] is None else f"{100 * row['coverage']:.1f} %"
         evaluated = "–" if row["evaluate"] is None else f"{100 * row['evaluate']:.1f} %"
-        lines.append(f"| {name} | {row['forecasts']} | {row['n']} | {live} | {evaluated} |")
+        lines.append(
+            f"| {name} | {row['forecasts']} | {row['evaluation_saw_until'] or 'not evaluated'} "
+            f"| {row['n']} ({row['n_all']}) | {live} | {evaluated} |"
+        )
     health = results["health"]
     rate = health["false_alarms_per_model_year"]
+    events = results["generation_events"]
+    refits = sum(1 for *_, why in results["promotions"] if why.startswith("refit"))
+    decisions = results["decisions"]
     lines += [
         "",
         "## Online (Hedge) against backtest weights, on the same forecasts",
         "",
         replay_analysis.markdown(results["weights"]),
         "",
-        "## Model health",
+        replay_analysis.difference_sentence(results["weights"]),
+        "",
+        "## Model health in this replay",
         "",
         f"- alarms on healthy models: {health['false_alarms']} in "
         f"{health['healthy_model_years']} model-years"
@@ -391,12 +441,21 @@ def write(results: dict[str, Any]) -> Path:
         f"the alarm, per symbol: {health['fault_detection_days'] or '–'}",
         f"- demoted by the running service: {results['demoted'] or 'none'}",
         "",
-        "## Shadow generations",
+        "## Generations in this replay",
         "",
-        f"- events: {results['generation_events'] or 'none'}",
-        f"- shadows promoted over a serving generation: {len(results['promotions'])} "
-        "(each with its reason in results.json); the first five:",
-        *(f"  - {s} {m} generation {g}: {why}" for s, m, g, why in results["promotions"][:5]),
+        f"- events: {events or 'none'}",
+        f"- refits of the serving recipe, served at once: {refits}",
+        f"- judged in shadow (a new recipe): {len(results['judged'])} events"
+        + ("" if results["judged"] else " (no model's code or settings changed during it)"),
+        *(f"  - {s} {m} generation {g} {a}: {why}" for s, m, g, a, why in results["judged"][:10]),
+        "",
+        "## The shadow judge, measured on years of real daily errors",
+        "",
+        promotion_benchmark.markdown(decisions["promotion"]),
+        "",
+        "## Model health, measured on held-out years",
+        "",
+        health_benchmark.markdown(decisions["health"]),
     ]
     out = REPORTS / f"replay-{datetime.now(UTC):%Y%m%dT%H%M%SZ}"
     save(out, "\n".join(lines) + "\n", results)
@@ -409,7 +468,11 @@ def _s(value: float | None) -> str:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--start", default="2012-03-01", help="the replay's first day")
+    parser.add_argument(
+        "--start",
+        default="",
+        help="the replay's first day (default: the first after what the evaluation saw)",
+    )
     parser.add_argument("--days", type=int, default=250, help="trading days to replay")
     parser.add_argument("--symbols", default="AAPL,MSFT,GOOG")
     parser.add_argument("--horizons", default="1,5,20")
@@ -420,6 +483,7 @@ def main() -> None:
         "--fault", default="", help="inject a fault, model:bias:date (e.g. ridge:0.03:2012-09-04)"
     )
     args = parser.parse_args()
+    args.start = args.start or default_start(args.symbols.split(",")).isoformat()
     results = replay(args)
     out = write(results)
     print((out / "report.md").read_text())

@@ -9,13 +9,16 @@ same forecasts: for a forecast made on day d, Hedge may use only the scores of s
 realized on or before d (no look-ahead). The online ensemble's band is the served band
 moved with its centre (the same relative width), so the comparison is of the weights,
 not of the band. Reported per symbol and horizon and pooled: mean absolute log error,
-interval score (% of the as-of close, alpha = 0.2) and band coverage, with n.
+interval score (% of the as-of close, alpha = 0.2) and band coverage, with n; and the
+pooled differences (online - backtest) with a 95 % moving-block bootstrap interval over
+forecast days (blocks of BLOCK_DAYS, longer than the longest path, since overlapping paths
+and every symbol on a day share their errors).
 
 **Model health.** The sequential test (`predictions.forecasting.health`) run over each
-model's daily errors against its peers, restarted with a fresh reference after each
-alarm, so a year can show more than one: alarms per model-year on healthy models (the
-false-alarm rate), and for an injected fault the trading days from its first bar to the
-alarm.
+model's daily errors against its peers, in units of the served band's sigma that day,
+restarted with a fresh reference after each alarm, so a year can show more than one:
+alarms per model-year on healthy models (the false-alarm rate), and for an injected fault
+the trading days from its first bar to the alarm.
 """
 
 from __future__ import annotations
@@ -28,9 +31,14 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
-from predictions.forecasting.health import REFERENCE, cusum, peer_gaps
+import numpy as np
+
+from predictions.forecasting.health import REFERENCE, band_sigma, cusum, peer_gaps, scaled
 from predictions.forecasting.online import combine_paths, hedge_weights
 from predictions.forecasting.proper_scores import interval_score
+
+BLOCK_DAYS = 25  # bootstrap blocks of forecast days: longer than a 20-day path
+BOOTSTRAPS = 2000
 
 
 def load(
@@ -69,6 +77,7 @@ def load(
 def compare_weights(db: Path) -> dict[str, Any]:
     records, scores = load(db)
     cells: dict[tuple[str, int], dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
+    by_day: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     rules: dict[str, int] = defaultdict(int)
     groups: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
     for record in records:
@@ -100,17 +109,69 @@ def compare_weights(db: Path) -> dict[str, Any]:
                     ("backtest", served, record["lower"][k], record["upper"][k]),
                     ("online", online[k], record["lower"][k] * shift, record["upper"][k] * shift),
                 ):
-                    cell = cells[key]
-                    cell[f"{name}_error"].append(abs(math.log(centre / price)))
-                    raw = interval_score(low, high, price, alpha)
-                    cell[f"{name}_interval"].append(100.0 * raw / record["close"])
+                    cell, daily = cells[key], by_day[record["as_of"]]
+                    error = abs(math.log(centre / price))
+                    score = 100.0 * interval_score(low, high, price, alpha) / record["close"]
+                    cell[f"{name}_error"].append(error)
+                    cell[f"{name}_interval"].append(score)
                     cell[f"{name}_covered"].append(1.0 if low <= price <= high else 0.0)
+                    daily[f"{name}_error"].append(error)
+                    daily[f"{name}_interval"].append(score)
     table = {f"{s} h={h}": summarize(cell) for (s, h), cell in sorted(cells.items())}
     pooled: dict[str, list[float]] = defaultdict(list)
     for cell in cells.values():
         for name, values in cell.items():
             pooled[name] += values
-    return {"cells": table, "pooled": summarize(pooled), "rules": dict(rules)}
+    return {
+        "cells": table,
+        "pooled": summarize(pooled),
+        "rules": dict(rules),
+        "difference": {
+            metric: block_bootstrap_difference(by_day, metric) for metric in ("error", "interval")
+        },
+    }
+
+
+def block_bootstrap_difference(
+    by_day: dict[str, dict[str, list[float]]], metric: str, seed: int = 0
+) -> dict[str, Any]:
+    """Pooled mean of online - backtest with a moving-block bootstrap interval over days."""
+    days = sorted(d for d, v in by_day.items() if v.get(f"online_{metric}"))
+    if not days:
+        return {"mean": None, "interval": [None, None], "days": 0}
+    sums = np.array([sum(by_day[d][f"online_{metric}"]) - sum(by_day[d][f"backtest_{metric}"])
+                     for d in days])  # fmt: skip
+    counts = np.array([len(by_day[d][f"online_{metric}"]) for d in days], dtype=float)
+    n, block = len(days), min(BLOCK_DAYS, len(days))
+    rng = np.random.default_rng(seed)
+    starts = rng.integers(0, n - block + 1, size=(BOOTSTRAPS, -(-n // block)))
+    index = (starts[:, :, None] + np.arange(block)).reshape(BOOTSTRAPS, -1)[:, :n]
+    means = sums[index].sum(axis=1) / counts[index].sum(axis=1)
+    low, high = np.percentile(means, [2.5, 97.5])
+    return {
+        "mean": float(sums.sum() / counts.sum()),
+        "interval": [float(low), float(high)],
+        "days": n,
+    }
+
+
+def difference_sentence(result: dict[str, Any]) -> str:
+    """Online minus backtest, pooled, with its interval: what would change the default."""
+    parts = []
+    for metric, label, digits in (
+        ("error", "mean |log error|", 5),
+        ("interval", "interval score", 3),
+    ):
+        row = result["difference"][metric]
+        if row["mean"] is None:
+            return "No forecast had both weightings scored."
+        low, high = row["interval"]
+        parts.append(f"{label} {row['mean']:+.{digits}f} ({low:+.{digits}f} to {high:+.{digits}f})")
+    days = result["difference"]["error"]["days"]
+    return (
+        f"Online minus backtest, pooled over {days} forecast days (95 % moving-block bootstrap "
+        f"interval, blocks of {BLOCK_DAYS} days): " + "; ".join(parts) + "."
+    )
 
 
 def summarize(cell: dict[str, list[float]]) -> dict[str, Any]:
@@ -157,7 +218,7 @@ def health_alarms(db: Path, fault: tuple[str, float, str] | None = None) -> dict
     horizon; the false-alarm rate per model-year; the delay to a fault's first alarm."""
     with sqlite3.connect(f"file:{db}?mode=ro", uri=True) as conn:
         rows = conn.execute(
-            "SELECT r.symbol, r.horizon, s.model, s.date, s.log_error "
+            "SELECT r.symbol, r.horizon, s.model, s.date, s.log_error, r.lower, r.upper "
             "FROM predictions_forecastscore s JOIN predictions_forecastrecord r "
             "ON r.id = s.record_id WHERE s.step = 1 AND s.model != 'ensemble' "
             "AND s.model NOT LIKE '%~shadow'"
@@ -166,9 +227,13 @@ def health_alarms(db: Path, fault: tuple[str, float, str] | None = None) -> dict
     for symbol, horizon, *_ in rows:
         shortest[symbol] = min(horizon, shortest.get(symbol, horizon))
     errors: dict[str, dict[str, dict[str, float]]] = defaultdict(lambda: defaultdict(dict))
-    for symbol, horizon, model, day, log_error in rows:
+    sigmas: dict[str, dict[str, float | None]] = defaultdict(dict)
+    for symbol, horizon, model, day, log_error, lower, upper in rows:
         if horizon == shortest[symbol]:
             errors[symbol][model].setdefault(day, abs(log_error))
+            sigmas[symbol][day] = band_sigma(
+                json.loads(lower) if lower else None, json.loads(upper) if upper else None
+            )
     alarms: dict[str, list[str]] = {}
     model_days = 0
     false_alarms = 0
@@ -179,7 +244,11 @@ def health_alarms(db: Path, fault: tuple[str, float, str] | None = None) -> dict
             peers = [
                 [by_model[o][d] for o in by_model if o != model and d in by_model[o]] for d in days
             ]
-            kept = [(d, by_day[d], p) for d, p in zip(days, peers, strict=True) if p]
+            kept = [
+                (d, by_day[d], p, sigmas[symbol].get(d))
+                for d, p in zip(days, peers, strict=True)
+                if p
+            ]
             found = _alarm_days(kept)
             alarms[f"{symbol}/{model}"] = found
             faulty = fault is not None and model == fault[0]
@@ -201,13 +270,14 @@ def health_alarms(db: Path, fault: tuple[str, float, str] | None = None) -> dict
     }
 
 
-def _alarm_days(kept: list[tuple[str, float, list[float]]]) -> list[str]:
+def _alarm_days(kept: list[tuple[str, float, list[float], float | None]]) -> list[str]:
     """Each alarm's day; after an alarm the test starts again with a new reference."""
     found: list[str] = []
     start = 0
     while start < len(kept):
         part = kept[start:]
-        verdict = cusum(peer_gaps([e for _, e, _ in part], [p for _, _, p in part]))
+        gaps = peer_gaps([e for _, e, _, _ in part], [p for _, _, p, _ in part])
+        verdict = cusum(scaled(gaps, [s for *_, s in part])[0])
         if verdict.alarm_at is None:
             break
         found.append(part[verdict.alarm_at][0])

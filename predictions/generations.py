@@ -24,7 +24,6 @@ read from them, so the trail and the state cannot disagree.
 from __future__ import annotations
 
 import logging
-import math
 import time
 from collections.abc import Iterable
 from typing import Any
@@ -33,6 +32,7 @@ from django.db import transaction
 
 from predictions import answer_cache
 from predictions.forecasting import promotion
+from predictions.forecasting.health import band_sigma
 from predictions.models import ForecastRecord, ForecastScore, GenerationEvent, ModelGeneration
 
 log = logging.getLogger(__name__)
@@ -252,10 +252,10 @@ def daily_gains(
 ) -> list[tuple[Any, float]]:
     """(day, gain) per trading day since the shadow was trained: the step-1 errors of the
     serving generation and the shadow on that day's shortest-horizon forecast of record,
-    in half-widths of its served band (promotion.loss_differences). Days without both
-    scores or without a band are skipped."""
+    in half-widths of its served band (health.band_sigma, promotion.loss_differences).
+    Days without both scores or without a band are skipped."""
     key = shadow_key(model)
-    firsts: dict[Any, ForecastRecord] = {}
+    firsts: dict[Any, tuple[ForecastRecord, float]] = {}
     records = ForecastRecord.objects.filter(
         symbol=symbol, as_of__gte=pending.data_last_date, scored_steps__gte=1
     ).only("id", "as_of", "horizon", "lower", "upper", "members")
@@ -265,36 +265,28 @@ def daily_gains(
             continue
         if (members.get(model) or {}).get("generation") != served.generation:
             continue
-        if not _band_scale(record):
+        scale = band_sigma(record.lower, record.upper)
+        if scale is None:
             continue
         best = firsts.get(record.as_of)
-        if best is None or record.horizon < best.horizon:
-            firsts[record.as_of] = record
+        if best is None or record.horizon < best[0].horizon:
+            firsts[record.as_of] = (record, scale)
     errors: dict[tuple[int, str], float] = {
         (record_id, name): log_error
         for record_id, name, log_error in ForecastScore.objects.filter(
-            record_id__in=[r.id for r in firsts.values()], step=1, model__in=(model, key)
+            record_id__in=[r.id for r, _ in firsts.values()], step=1, model__in=(model, key)
         ).values_list("record_id", "model", "log_error")
     }
     days, serving_errors, shadow_errors, scales = [], [], [], []
     for day in sorted(firsts):
-        record = firsts[day]
+        record, scale = firsts[day]
         if (record.id, model) in errors and (record.id, key) in errors:
             days.append(day)
             serving_errors.append(errors[(record.id, model)])
             shadow_errors.append(errors[(record.id, key)])
-            scales.append(_band_scale(record))
+            scales.append(scale)
     gains = promotion.loss_differences(serving_errors, shadow_errors, scales)
     return list(zip(days, (float(g) for g in gains), strict=True))
-
-
-def _band_scale(record: ForecastRecord) -> float:
-    """Half the log width of the served band at step 1 (about 1.2 sigma for the 80 % band);
-    0 when the record has no usable band."""
-    lower, upper = record.lower or [], record.upper or []
-    if not lower or not upper or not 0 < lower[0] < upper[0]:
-        return 0.0
-    return math.log(upper[0] / lower[0]) / 2
 
 
 def judge(symbol: str, models: Iterable[str] | None = None) -> list[GenerationEvent]:
