@@ -9,7 +9,8 @@ APT_INSTALL := $(SUDO) apt-get install -y -q --no-install-recommends
 
 .PHONY: help run test test-fast setup check lint format types imports generate migrations-check \
 	lint-playbooks browser test-hosts postgres promtool wrk token clean \
-	bench-api bench-models bench-overhead bench-events evaluate adopt-evaluation experiment soak step-load replay request-cost cluster-bench
+	bench-api bench-models bench-overhead bench-events evaluate adopt-evaluation experiment soak \
+	step-load replay decisions shadow-cost request-cost cluster-bench
 
 help:  ## this list
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
@@ -102,8 +103,14 @@ request-cost: setup postgres  ## what one cached, warm and cold request costs Re
 cluster-bench: setup test-hosts postgres  ## cold and warm predictions/s that 1 and 2 worker hosts (namespaces, a core each) sustain
 	$(PY) -m loadtests.cluster_bench $(CLUSTER_BENCH_ARGS)
 
-replay: setup  ## a year of the offline market through the real stack: forecasts of record, live coverage, bar -> forecast
+replay: setup  ## a year of the offline market through the real stack: forecasts of record, live coverage, bar -> forecast, the decisions' error rates
 	$(PY) -m loadtests.replay $(REPLAY_ARGS)
+
+decisions: setup  ## the shadow judge's and model health's error rates on years of the models' real daily errors
+	$(PY) -m benchmarks.decisions
+
+shadow-cost: setup  ## warm predictions with shadow generations off, on, and judging a new recipe
+	$(PY) -m loadtests.shadow_cost $(SHADOW_COST_ARGS)
 
 soak: setup  ## 30 minutes of mixed load; each process's memory at the start and the end (goal: < 10 % growth)
 	$(PY) -m loadtests.soak $(SOAK_ARGS)
