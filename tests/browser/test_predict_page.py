@@ -17,19 +17,26 @@ def test_it_predicts_from_the_page(page, live_server, celery_worker):
 
     page.wait_for_selector("#result:not([hidden])", timeout=120_000)
     summary = page.text_content("#result-summary")
-    assert "Combined forecast" in summary
-    assert "2013-03-01" in summary and "sample" in summary
+    assert "sample" in summary
+    # The band leads: its bounds at the horizon, σ, and what it covered.
+    assert "after the close of 2013-03-01" in page.text_content("#band-label")
+    assert " – " in page.text_content("#band-range")
+    assert "σ of the 7-day log return" in page.text_content("#band-sigma")
     # IBM at 7 days: its own measured coverage at 5 days, with n, said to be interpolated.
-    assert "On IBM's held-out history the 80% band held the price" in summary
-    assert "5-day forecasts (the nearest evaluated horizon; 7 days is interpolated)" in summary
+    coverage = page.text_content("#band-coverage")
+    assert "On IBM's held-out history the 80% band held the price" in coverage
+    assert "5-day forecasts (the nearest evaluated horizon; 7 days is interpolated)" in coverage
+    assert "is its central path" in page.text_content("#path-statement")
     assert "missed by" in summary  # what `unsure` means, whichever way it came out
     assert "GJR-GARCH" in page.text_content("#band-method")
     assert page.text_content("#result-title") == "IBM: next 7 trading day(s)"
     assert page.locator("#models tbody tr").count() >= 3
     assert "ok" in page.text_content("#models tbody")
     assert "sample data" in page.text_content("#sentiment")
-    # plotly drew the history, each model and the combined forecast
-    assert page.locator("#chart .scatterlayer .trace").count() >= 5
+    # plotly drew the zoomed band (closes, band edges, no change, central path) and the
+    # history beside it
+    assert page.locator("#band-chart .scatterlayer .trace").count() >= 5
+    assert page.locator("#chart .scatterlayer .trace").count() >= 3
     assert page.locator("#stages tbody tr").count() >= 6
     assert page.text_content("#status") == "done"
     assert not errors, errors

@@ -84,55 +84,153 @@ function renderStages(stages, status) {
   }, { displayModeBar: false, responsive: true });
 }
 
+// What the answer is, the band first: `combined.reading` when the answer has it, else the
+// same read off the interval (answers made before the reading existed).
+function bandAtHorizon(r) {
+  const c = r.combined;
+  if (c.reading && c.reading.band) return c.reading.band;
+  const i = c.interval;
+  if (!i || !i.lower || !i.lower.length) return null;
+  const n = i.lower.length;
+  return {
+    level: i.level || 0.8, horizon: n, date: r.forecast_dates[n - 1],
+    lower: i.lower[n - 1], upper: i.upper[n - 1], sigma: i.sigma ? i.sigma[n - 1] : null,
+    coverage: i.coverage || null,
+  };
+}
+
+function coverageSentence(r, band) {
+  const covered = band.coverage;
+  if (!covered) return "This band's coverage was not measured on held-out history.";
+  const level = Math.round(band.level * 100);
+  const where = covered.scope === "symbol" ? `${r.symbol}'s` : `the ${covered.symbols} evaluated symbols'`;
+  const horizon = covered.interpolated
+    ? `${covered.horizon}-day forecasts (the nearest evaluated horizon; ${r.horizon} days is interpolated)`
+    : `${covered.horizon}-day forecasts`;
+  return `On ${where} held-out history the ${level}% band held the price ${fmt(covered.coverage * 100, 1)}% of the time over ${covered.n} ${horizon}.`;
+}
+
+function pathLabel(reading) {
+  const beats = reading && reading.path ? reading.path.beats_no_change : null;
+  if (beats === true) return "central path (beat no change out of sample)";
+  if (beats === false) return "central path (no better than no change)";
+  return "central path";
+}
+
+function renderReading(r, band) {
+  const c = r.combined;
+  const last = r.data.last_close;
+  const days = (n) => `${n} trading day${n === 1 ? "" : "s"}`;
+  if (band) {
+    const level = Math.round(band.level * 100);
+    $("band-label").textContent = `${level}% band for ${band.date || `day ${band.horizon}`}, ${days(band.horizon)} after the close of ${r.data.last_bar_date}`;
+    $("band-range").textContent = `${fmt(band.lower)} – ${fmt(band.upper)}`;
+    const width = `${fmt(((band.upper - band.lower) / last) * 100, 1)}% of the last close ${fmt(last)} wide`;
+    $("band-sigma").textContent = band.sigma === null || band.sigma === undefined
+      ? `${width}; a residual band (no σ)`
+      : `σ of the ${band.horizon}-day log return ${fmt(band.sigma * 100, 2)}% · ${width}`;
+    $("band-coverage").textContent = coverageSentence(r, band);
+  } else {
+    $("band-label").textContent = "No band for this answer";
+    $("band-range").textContent = "–";
+    $("band-sigma").textContent = "";
+    $("band-coverage").textContent = "";
+  }
+  const final = c.forecast[c.forecast.length - 1];
+  const change = ((final / last) - 1) * 100;
+  const evaluation = c.reading && c.reading.path && c.reading.path.evaluation;
+  $("path-statement").textContent = [
+    `The dashed line through the band is its central path, the models' weighted mean: it ends at ${fmt(final)} (${change >= 0 ? "+" : ""}${fmt(change)}%) from the last close ${fmt(last)} on ${r.data.last_bar_date}.`,
+    evaluation ? evaluation.sentence : "",
+  ].join(" ").trim();
+}
+
+// The zoomed panel shows as many recent closes as forecast days (at least 5), so the band
+// takes half its width whatever the horizon.
+const recentBars = (r) => Math.min(r.history.dates.length, Math.max(5, r.horizon));
+
+// The band, zoomed: the last closes and the forecast days only, so the band fills the panel.
+function drawBand(r, band) {
+  const c = r.combined;
+  const last = r.data.last_close;
+  const lastDate = r.history.dates[r.history.dates.length - 1];
+  const recent = recentBars(r);
+  const hx = r.history.dates.slice(-recent);
+  const xs = [lastDate, ...r.forecast_dates];
+  const traces = [{ x: hx, y: r.history.close.slice(-recent), name: "close", mode: "lines+markers",
+    line: { color: "#111827" }, marker: { size: 5 }, hovertemplate: "close %{y:.2f}<extra></extra>" }];
+  const annotations = [];
+  if (c.interval) {
+    const edge = { color: "rgba(37,99,235,0.7)", width: 1 };
+    traces.push({ x: xs, y: [last, ...c.interval.upper], mode: "lines", line: edge, showlegend: false,
+      name: "upper", hovertemplate: "upper %{y:.2f}<extra></extra>" });
+    traces.push({ x: xs, y: [last, ...c.interval.lower], mode: "lines", line: edge, fill: "tonexty",
+      fillcolor: "rgba(37,99,235,0.18)", name: `${Math.round((c.interval.level || 0.8) * 100)}% band`,
+      hovertemplate: "lower %{y:.2f}<extra></extra>" });
+  }
+  if (band) {
+    const end = r.forecast_dates[r.forecast_dates.length - 1];
+    for (const [y, word] of [[band.upper, "upper"], [band.lower, "lower"]]) {
+      annotations.push({ x: end, y, text: `${word} ${fmt(y)}`, xanchor: "left", xshift: 6, showarrow: false,
+        font: { color: "#1e40af", size: 13 } });
+    }
+  }
+  traces.push({ x: xs, y: xs.map(() => last), mode: "lines", name: "no change",
+    line: { color: "#6b7280", dash: "dot", width: 1 }, hoverinfo: "skip" });
+  traces.push({ x: xs, y: [last, ...c.forecast], mode: "lines", name: pathLabel(c.reading),
+    line: { color: "#1e3a8a", dash: "dash", width: 2 }, hovertemplate: "central path %{y:.2f}<extra></extra>" });
+  if (c.sentiment && c.sentiment.forecast && c.sentiment.tilt !== 0) {
+    traces.push({ x: xs, y: [last, ...c.sentiment.forecast], mode: "lines", name: "sentiment tilt (unevaluated)",
+      line: { color: "#9333ea", dash: "dash", width: 1 }, hovertemplate: "with the tilt %{y:.2f}<extra></extra>" });
+  }
+  Plotly.react("band-chart", traces, {
+    margin: { l: 50, r: 90, t: 10, b: 30 }, height: 380, legend: { orientation: "h", x: 0, y: -0.12 },
+    xaxis: window.DayAxis.dayAxis([...hx, ...r.forecast_dates]), yaxis: { title: "price" }, annotations,
+  }, { displayModeBar: false, responsive: true });
+}
+
+// The recent closes around it, the zoomed panel's window shaded.
+function drawContext(r) {
+  const c = r.combined;
+  const last = r.data.last_close;
+  const lastDate = r.history.dates[r.history.dates.length - 1];
+  const xs = [lastDate, ...r.forecast_dates];
+  const traces = [{ x: r.history.dates, y: r.history.close, mode: "lines", name: "close", line: { color: "#111827", width: 1.5 } }];
+  if (c.interval) {
+    traces.push({ x: xs, y: [last, ...c.interval.upper], mode: "lines", line: { width: 0 }, hoverinfo: "skip" });
+    traces.push({ x: xs, y: [last, ...c.interval.lower], mode: "lines", fill: "tonexty", fillcolor: "rgba(37,99,235,0.3)",
+      line: { width: 0 }, name: "band" });
+  }
+  traces.push({ x: xs, y: [last, ...c.forecast], mode: "lines", name: "central path", line: { color: "#1e3a8a", dash: "dash", width: 1.5 } });
+  const window0 = r.history.dates[r.history.dates.length - recentBars(r)];
+  Plotly.react("chart", traces, {
+    margin: { l: 45, r: 10, t: 10, b: 30 }, height: 380, showlegend: false,
+    xaxis: window.DayAxis.dayAxis([...r.history.dates, ...r.forecast_dates]), yaxis: { title: "price" },
+    shapes: [{ type: "rect", xref: "x", yref: "paper", x0: window0, x1: xs[xs.length - 1], y0: 0, y1: 1,
+      fillcolor: "rgba(37,99,235,0.08)", line: { width: 0 } }],
+  }, { displayModeBar: false, responsive: true });
+}
+
 function renderResult(p) {
   const r = p.result;
   $("result").hidden = false;
   $("result-title").textContent = `${r.symbol}: next ${r.horizon} trading day(s)`;
   $("track-link").href = `/track-record/?symbol=${encodeURIComponent(r.symbol)}&horizon=${r.horizon}`;
   const c = r.combined;
-  const last = r.data.last_close;
-  const final = c.forecast[c.forecast.length - 1];
-  const change = ((final / last) - 1) * 100;
+  const band = bandAtHorizon(r);
+  renderReading(r, band);
+  $("band-caption").textContent = `The band over the next ${r.horizon} trading day(s), with the last closes`;
+  $("model-day").textContent = `day ${r.horizon}`;
   const parts = [
-    `Combined forecast ${fmt(final)} (${change >= 0 ? "+" : ""}${fmt(change)}%) from the last close ${fmt(last)} on ${r.data.last_bar_date}.`,
     `Prices from ${r.data.source}.`,
     p.cache_hit ? "Answered from the cache." : `Pipeline took ${fmt(r.timings.pipeline_ms, 0)} ms.`,
   ];
-  const covered = c.interval && c.interval.coverage;
-  if (covered) {
-    const level = Math.round((c.interval.level || 0.8) * 100);
-    const where = covered.scope === "symbol" ? `${r.symbol}'s` : `the ${covered.symbols} evaluated symbols'`;
-    const horizon = covered.interpolated
-      ? `${covered.horizon}-day forecasts (the nearest evaluated horizon; ${r.horizon} days is interpolated)`
-      : `${covered.horizon}-day forecasts`;
-    parts.push(`On ${where} held-out history the ${level}% band held the price ${fmt(covered.coverage * 100, 1)}% of the time over ${covered.n} ${horizon}.`);
-  } else if (c.interval) {
-    parts.push("This band's coverage was not measured on held-out history.");
-  }
   parts.push(c.unsure ? `Unsure: ${c.unsure_reason}. ${c.unsure_meaning || ""}` : `Not unsure. ${c.unsure_meaning || ""}`);
   $("result-summary").textContent = parts.join(" ");
   $("band-method").textContent = c.interval ? `Band: ${c.interval.method}.` : "";
-
-  const lastDate = r.history.dates[r.history.dates.length - 1];
-  const xs = [lastDate, ...r.forecast_dates];
-  const traces = [{ x: r.history.dates, y: r.history.close, name: "history (adj. close)", line: { color: "#111827" } }];
-  if (c.interval) {
-    traces.push({ x: xs, y: [last, ...c.interval.upper], line: { width: 0 }, showlegend: false, hoverinfo: "skip" });
-    traces.push({ x: xs, y: [last, ...c.interval.lower], fill: "tonexty", fillcolor: "rgba(59,130,246,0.15)",
-      line: { width: 0 }, name: `${Math.round((c.interval.level || 0.8) * 100)}% interval` });
-  }
-  for (const m of r.models.filter((m) => m.ok)) {
-    traces.push({ x: xs, y: [last, ...m.forecast], name: `${m.model} (w=${fmt(m.weight)})`, line: { dash: "dot" } });
-  }
-  traces.push({ x: xs, y: [last, ...c.forecast], name: "combined", line: { color: "#2563eb", width: 3 } });
-  if (c.sentiment && c.sentiment.forecast && c.sentiment.tilt !== 0) {
-    traces.push({ x: xs, y: [last, ...c.sentiment.forecast], name: "with sentiment tilt (unevaluated)", line: { color: "#9333ea", dash: "dash" } });
-  }
   if (window.Plotly) {
-    Plotly.react("chart", traces, {
-      margin: { l: 50, r: 10, t: 10, b: 40 }, height: 420, legend: { orientation: "h" },
-      yaxis: { title: "price" },
-    }, { displayModeBar: false, responsive: true });
+    drawBand(r, band);
+    drawContext(r);
   }
 
   const body = $("models").tBodies[0];
@@ -141,6 +239,7 @@ function renderResult(p) {
     const row = body.insertRow();
     cell(row, m.label || m.model);
     cell(row, fmt(m.weight), "num");
+    cell(row, m.ok && m.forecast && m.forecast.length ? fmt(m.forecast[m.forecast.length - 1]) : "–", "num");
     cell(row, m.metrics ? fmt(m.metrics.mae) : "–", "num");
     cell(row, m.metrics ? fmt(m.metrics.mase) : "–", "num");
     const reg = m.registry;
