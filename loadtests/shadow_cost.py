@@ -1,9 +1,12 @@
 """What shadow generations cost a warm prediction, as a client sees it.
 
-    python -m loadtests.shadow_cost [--warm 12] [--rounds 2] [--modes off,on,judging] [--root DIR]
+    python -m loadtests.shadow_cost [--warm 12] [--rounds 2] [--modes off,on,judging]
+                                    [--clock still|replay] [--root DIR]
 
 Each mode is a `make run` stack of its own (`loadtests.bench_api.Stack`: a private Redis
-and database, the market clock still), asked AAPL at 5 days: two cold predictions
+and database; the market clock still, or with `--clock replay` as `make run` has it: a
+replay moving a day every 10 s with the watchlist refreshed on each), asked AAPL at 5
+days: two cold predictions
 (`warm_start: false`: the first makes each model's first generation, the second trains
 again), one warm one, then `--warm` warm predictions (`use_cache: false`, POST then
 `?wait=`), one after another. Modes:
@@ -37,6 +40,10 @@ from loadtests.latencies import percentile
 from loadtests.procs import Interrupted, Supervisor, handle_signals
 from loadtests.report import fmt, machine, save
 
+CLOCKS = {
+    "still": {},
+    "replay": {"MARKET_CLOCK": "replay", "PRECOMPUTE_SYMBOLS": "AAPL,MSFT,GOOG"},
+}
 MODES = {
     "off": {"REGISTRY_SHADOW": "false"},
     "on": {"REGISTRY_SHADOW": "true"},
@@ -47,7 +54,8 @@ MODES = {
 def measure(mode: str, args: argparse.Namespace, sup: Supervisor, workdir: Path) -> list[float]:
     """The warm latencies (ms) of one mode on a fresh stack."""
     var_dir = workdir / f"{mode}-{datetime.now():%H%M%S%f}"
-    stack = Stack(sup, var_dir, workdir / "logs", extra=MODES[mode], root=args.root)
+    settings = CLOCKS[args.clock] | MODES[mode]
+    stack = Stack(sup, var_dir, workdir / "logs", extra=settings, root=args.root)
     stack.start()
     token = stack.manage("create_api_token", "shadow-cost")
     for _ in range(2):
@@ -55,7 +63,7 @@ def measure(mode: str, args: argparse.Namespace, sup: Supervisor, workdir: Path)
     predict(stack.base, token, use_cache=False)
     if mode == "judging":
         stack.stop()
-        stack = Stack(sup, var_dir, workdir / "logs", extra=MODES[mode] | {"MODEL_SEED": "1"},
+        stack = Stack(sup, var_dir, workdir / "logs", extra=settings | {"MODEL_SEED": "1"},
                       root=args.root)  # fmt: skip
         stack.start()
         predict(stack.base, token, use_cache=False)  # queues each new recipe's training
@@ -101,6 +109,7 @@ def run(args: argparse.Namespace, sup: Supervisor, workdir: Path) -> dict[str, A
         "date": datetime.now().strftime("%Y-%m-%d %H:%M"),
         "command": "python -m loadtests.shadow_cost " + " ".join(sys.argv[1:]),
         "root": str(args.root),
+        "clock": args.clock,
         "machine": machine(),
         "latencies_ms": latencies,
         "summary": summary,
@@ -109,7 +118,8 @@ def run(args: argparse.Namespace, sup: Supervisor, workdir: Path) -> dict[str, A
 
 def report(results: dict[str, Any]) -> str:
     lines = [
-        f"Warm predictions, AAPL at 5 days, {results['date']} ({results['root']}):",
+        f"Warm predictions, AAPL at 5 days, {results['date']} ({results['root']}, "
+        f"market clock {results['clock']}):",
         "",
         "| shadow generations | n | p50 ms | p95 ms | p50 against off |",
         "| --- | --- | --- | --- | --- |",
@@ -128,6 +138,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--warm", type=int, default=12, help="warm predictions per mode and round")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--modes", default="off,on,judging")
+    parser.add_argument("--clock", choices=sorted(CLOCKS), default="still")
     parser.add_argument("--root", type=Path, default=ROOT, help="the checkout whose stack runs")
     args = parser.parse_args(argv)
     workdir = Path(tempfile.mkdtemp(prefix="stockserve-shadow-cost-"))
