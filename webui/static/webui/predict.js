@@ -145,9 +145,9 @@ function renderReading(r, band) {
   ].join(" ").trim();
 }
 
-// The zoomed panel shows as many recent closes as forecast days (at least 5), so the band
-// takes half its width whatever the horizon.
-const recentBars = (r) => Math.min(r.history.dates.length, Math.max(5, r.horizon));
+// The zoomed panel shows as many recent closes as forecast days (at least 3), so the band
+// takes half its width from 3 days on, and a quarter at 1 day.
+const recentBars = (r) => Math.min(r.history.dates.length, Math.max(3, r.horizon));
 
 // The band, zoomed: the last closes and the forecast days only, so the band fills the panel.
 function drawBand(r, band) {
@@ -183,8 +183,9 @@ function drawBand(r, band) {
     traces.push({ x: xs, y: [last, ...c.sentiment.forecast], mode: "lines", name: "sentiment tilt (unevaluated)",
       line: { color: "#9333ea", dash: "dash", width: 1 }, hovertemplate: "with the tilt %{y:.2f}<extra></extra>" });
   }
+  const labelWidth = Math.max(0, ...annotations.map((a) => a.text.length)) * 8;
   Plotly.react("band-chart", traces, {
-    margin: { l: 50, r: 90, t: 10, b: 30 }, height: 380, legend: { orientation: "h", x: 0, y: -0.12 },
+    margin: { l: 50, r: 20 + labelWidth, t: 10, b: 30 }, height: 380, legend: { orientation: "h", x: 0, y: -0.12 },
     xaxis: window.DayAxis.dayAxis([...hx, ...r.forecast_dates]), yaxis: { title: "price" }, annotations,
   }, { displayModeBar: false, responsive: true });
 }
