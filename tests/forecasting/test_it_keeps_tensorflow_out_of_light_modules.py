@@ -22,6 +22,8 @@ LIGHT_MODULES = [
     "predictions.forecasting.weighting",
     "benchmarks.evaluation.significance",
     "predictions.forecasting.scorecard",
+    "predictions.forecasting.point_skill",
+    "predictions.forecasting.reading",
     "benchmarks.evaluation.walkforward",
     "benchmarks.evaluation.replay",
     "benchmarks.evaluation.runs",
