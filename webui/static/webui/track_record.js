@@ -109,9 +109,10 @@ function render(body) {
     traces.push({ x, y: [f.as_of_close, ...f.path], mode: "lines", line: { color: f.matured ? "#2563eb" : "#f59e0b", width: 1, dash: "dot" }, name: f.matured ? "forecast (matured)" : "forecast (waiting)", showlegend: legend });
   });
   // Daily bars: both date axes are in days, also for one forecast or one scored day, and
-  // share one range, so each coverage square sits under its day.
+  // share one range and plot width (the legend above), so each coverage square sits under
+  // its day.
   const allDates = forecasts.flatMap((f) => [f.as_of, ...f.dates]);
-  Plotly.react("paths", traces, { margin: { t: 10, r: 10, b: 30, l: 50 }, height: 380, xaxis: window.DayAxis.dayAxis(allDates) }, { responsive: true });
+  Plotly.react("paths", traces, { margin: { t: 30, r: 10, b: 30, l: 50 }, height: 400, legend: { orientation: "h", x: 0, y: 1.08 }, xaxis: window.DayAxis.dayAxis(allDates) }, { responsive: true });
   const cov = forecasts.flatMap((f) => f.realized_dates.map((d, k) => ({ d, ok: f.covered[k] })).filter((c) => c.ok !== null));
   Plotly.react("coverage", [{
     x: cov.map((c) => c.d), y: cov.map(() => 1), mode: "markers", type: "scatter",
