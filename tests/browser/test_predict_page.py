@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from predictions.forecasting.calibration import load_calibration
+from predictions.forecasting.volatility import LABELS
+
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
 
 
@@ -28,7 +31,7 @@ def test_it_predicts_from_the_page(page, live_server, celery_worker):
     assert "5-day forecasts (the nearest evaluated horizon; 7 days is interpolated)" in coverage
     assert "is its central path" in page.text_content("#path-statement")
     assert "missed by" in summary  # what `unsure` means, whichever way it came out
-    assert "GJR-GARCH" in page.text_content("#band-method")
+    assert LABELS[load_calibration().band_method] in page.text_content("#band-method")
     assert page.text_content("#result-title") == "IBM: next 7 trading day(s)"
     assert page.locator("#models tbody tr").count() >= 3
     assert "ok" in page.text_content("#models tbody")

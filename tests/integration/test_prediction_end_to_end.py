@@ -6,6 +6,8 @@ import math
 
 import pytest
 
+from predictions.forecasting.calibration import load_calibration
+from predictions.forecasting.volatility import LABELS
 from predictions.models import PredictionRequest
 from tests.support.api import URL, submit_and_wait
 
@@ -38,7 +40,7 @@ def test_it_predicts_aapl_through_the_chord_on_the_worker(staff_api_client, cele
     assert all(0.6 * last < v < 1.4 * last for v in combined)
     # The band the evaluation chose, with what it covered on AAPL's held-out 5-day paths.
     band = result["combined"]["interval"]
-    assert "GJR-GARCH" in band["method"], band["method"]
+    assert LABELS[load_calibration().band_method] in band["method"], band["method"]
     assert all(
         lo < f < hi for lo, f, hi in zip(band["lower"], combined, band["upper"], strict=True)
     )
