@@ -6,8 +6,9 @@ from __future__ import annotations
 from typing import Any
 
 from django.conf import settings
-from django.core.checks import Error, register
+from django.core.checks import Error, Warning, register
 
+from predictions.forecasting.calibration import seen_until_all
 from predictions.forecasting.catalog import MODEL_NAMES
 from predictions.models import STRATEGIES
 
@@ -55,3 +56,29 @@ def timing_check(app_configs: Any = None, **kwargs: Any) -> list[Error]:
                 )
             ]
     return []
+
+
+@register()
+def replay_out_of_sample_check(app_configs: Any = None, **kwargs: Any) -> list[Warning]:
+    """A replay that starts inside the days the adopted evaluation saw of a watched symbol
+    measures again what the evaluation measured, and its live figures are not a check."""
+    if settings.MARKET_CLOCK != "replay":
+        return []
+    seen = seen_until_all()
+    inside = {
+        s: seen[s]
+        for s in settings.PRECOMPUTE_SYMBOLS
+        if s in seen and seen[s] >= settings.REPLAY_START
+    }
+    if not inside:
+        return []
+    last = max(inside.values())
+    return [
+        Warning(
+            f"REPLAY_START ({settings.REPLAY_START}) is inside the days make evaluate saw of "
+            f"{', '.join(sorted(inside))} (until {last}): the replay's live coverage repeats "
+            "what the evaluation measured.",
+            hint=f"Start the replay after {last} (REPLAY_START).",
+            id="predictions.W001",
+        )
+    ]

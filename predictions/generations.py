@@ -328,6 +328,7 @@ def history(symbol: str | None = None, limit: int = 200) -> list[dict[str, Any]]
             "replaced": e.replaced,
             "reason": e.reason,
             "actor": e.actor,
+            "recipe": e.recipe,
             "at": e.created_at.isoformat(),
         }
         for e in rows[:limit]
@@ -346,7 +347,9 @@ def state(symbol: str) -> list[dict[str, Any]]:
             {
                 "model": model,
                 "serving": served.generation if served else None,
+                "recipe": served.recipe if served else None,
                 "shadow": pending.generation if pending else None,
+                "shadow_recipe": pending.recipe if pending else None,
                 "rollback_to": rollback_target(symbol, model),
             }
         )

@@ -38,8 +38,7 @@ CACHE_DIR = ROOT / "var" / "decisions"
 SYMBOLS = ("AAPL", "GOOG", "IBM", "MSFT", "^GSPC", "^IXIC")  # FB: too short for a year split
 MODELS = ("naive", "ridge", "arima")  # the light models: the deep ones take hours per symbol
 VOL_REFIT_EVERY = 250  # GARCH parameters move slowly; a yearly refit keeps a cold run short
-FALLBACK_VOLATILITY = "gjr"  # when the served band is not a volatility band on closes
-CLOSE_METHODS = ("rolling", "ewma", "garch", "gjr")  # what the closes alone can give
+FALLBACK_VOLATILITY = "gjr"  # when the served band is not a volatility band (the residual one)
 SEED = 0
 
 
@@ -59,10 +58,9 @@ def first_train(n_prices: int) -> int:
 
 
 def served_volatility_method() -> str:
-    """The volatility model of the served band, or GJR-GARCH when the band is another kind
-    (the residual band, or one that reads the day's range, which the cache does not key)."""
+    """The volatility model of the served band, or GJR-GARCH for the residual band."""
     method = load_calibration().band_method
-    return method if method in CLOSE_METHODS else FALLBACK_VOLATILITY
+    return method if method in volatility.METHODS else FALLBACK_VOLATILITY
 
 
 def compute_daily_errors(
@@ -75,8 +73,10 @@ def compute_daily_errors(
     first: int | None = None,
     method: str | None = None,
     seed: int = SEED,
+    bars: volatility.Bars | None = None,
 ) -> DailyErrors:
-    """The errors of every 1-day forecast from bar ``first`` on (no cache)."""
+    """The errors of every 1-day forecast from bar ``first`` on (no cache); ``bars`` (the
+    day's open, high, low) for a range-based volatility model."""
     prices = np.asarray(prices, dtype=np.float64)
     start = first_train(len(prices)) if first is None else first
     windows = Windows(start, start + 1, len(prices), max(1, int(refit_every)))
@@ -90,7 +90,7 @@ def compute_daily_errors(
         errors[name] = run.cum_log[:, 0] - realized
     vol_method = method or served_volatility_method()
     refits = range(start, len(prices), VOL_REFIT_EVERY)
-    variance = volatility.horizon_variance(prices, vol_method, 1, refit_origins=refits)
+    variance = volatility.horizon_variance(prices, vol_method, 1, refit_origins=refits, bars=bars)
     scale = np.sqrt(variance[origins - 1])  # v[o - 1]: after origin o, from prices[:o]
     return DailyErrors(symbol, np.asarray(dates, "datetime64[D]")[origins], scale, errors)
 
@@ -110,7 +110,10 @@ def daily_errors(
     path = cache_dir / f"daily-{symbol.lstrip('^').lower()}-{key}.npz"
     if path.exists():
         return _read(path)
-    result = compute_daily_errors(symbol, history.dates, prices, models, refit_every, method=method)
+    bars = volatility.Bars(history.open, history.high, history.low, history.close, prices)
+    result = compute_daily_errors(
+        symbol, history.dates, prices, models, refit_every, method=method, bars=bars
+    )
     cache_dir.mkdir(parents=True, exist_ok=True)
     _write(path, result)
     return result

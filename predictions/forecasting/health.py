@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 REFERENCE = 40  # steps that set a model's own level and scale
 K = 0.5
-H = 11.5  # chosen on the years before 2008 (docs/model-health.md)
+H = 11.0  # chosen on the years before 2008 (docs/model-health.md)
 CLIP = 3.0
 MAD_TO_SIGMA = 1.4826
 
