@@ -31,8 +31,9 @@ LOCK_SECONDS = 600  # longer than a shadow's training; a crashed holder's lock e
 
 
 def after_answer(request: PredictionRequest, result: dict[str, Any]) -> int:
-    """Queue the shadow forecasts a finished prediction's forecast of record needs; how
-    many were queued."""
+    """Queue the shadow forecasts a finished prediction's forecast of record still lacks;
+    how many were queued (none when the record carries them already, as it does for every
+    answer after the first on the same bars)."""
     if not settings.REGISTRY_SHADOW:
         return 0
     judging = [
@@ -40,6 +41,16 @@ def after_answer(request: PredictionRequest, result: dict[str, Any]) -> int:
         for run in result.get("models", [])
         if run.get("ok") and (run.get("registry") or {}).get("judging")
     ]
+    if not judging or request.last_bar_date is None:
+        return 0
+    members = (
+        ForecastRecord.objects.filter(
+            symbol=request.symbol, horizon=request.horizon, as_of=request.last_bar_date
+        )
+        .values_list("members", flat=True)
+        .first()
+    ) or {}
+    judging = [m for m in judging if generations.shadow_key(m) not in members]
     for model in judging:
         forecast_shadow.apply_async(
             (str(request.id), model), queue=routing.queue_for_model(model), expires=3600
