@@ -304,9 +304,8 @@ def judge(symbol: str, models: Iterable[str] | None = None) -> list[GenerationEv
         verdict = promotion.decide([gain for _, gain in gains])
         if verdict.decision == promotion.PENDING:
             continue
-        span = f"days {gains[0][0]} to {gains[verdict.days - 1][0]}, against generation " \
-            f"{current.generation}"  # fmt: skip
-        reason = f"{verdict.sentence()}; {span}"
+        first, last = gains[0][0], gains[verdict.days - 1][0]
+        reason = f"{verdict.sentence()}; {first} to {last} against generation {current.generation}"
         if verdict.decision == promotion.PROMOTE:
             decided.append(promote(symbol, model, pending.generation, reason))
         else:
