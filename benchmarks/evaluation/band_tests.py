@@ -59,17 +59,6 @@ def dm_hln(loss_a: np.ndarray, loss_b: np.ndarray, horizon: int) -> Comparison:
     return Comparison(dm.mean_difference, statistic, p_value, lag, n)
 
 
-def holm(p_values: list[float], alpha: float = 0.05) -> list[bool]:
-    """Holm's step-down rejections at family-wise level ``alpha``, in the given order."""
-    order = sorted(range(len(p_values)), key=lambda i: p_values[i])
-    rejected = [False] * len(p_values)
-    for rank, i in enumerate(order):
-        if p_values[i] > alpha / (len(p_values) - rank):
-            break
-        rejected[i] = True
-    return rejected
-
-
 def kupiec(misses: np.ndarray, expected_rate: float) -> tuple[float, float]:
     """Kupiec's proportion-of-failures likelihood ratio and its χ²(1) p-value."""
     misses = np.asarray(misses, dtype=bool)

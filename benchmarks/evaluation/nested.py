@@ -11,7 +11,6 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from benchmarks.evaluation.band_tests import holm
 from benchmarks.evaluation.oos_bands import band_table, evaluate_bands
 from benchmarks.evaluation.oos_doubt import choose_rule, compare_rules, tune_unsure, unsure_table
 from benchmarks.evaluation.oos_intervals import coverage_tables, reliability, tune_interval_scale
@@ -20,6 +19,7 @@ from benchmarks.evaluation.replay import LIVE
 from benchmarks.evaluation.runs import HORIZONS, SymbolRuns, run_models
 from predictions.forecasting import doubt
 from predictions.forecasting.calibration import INTERVAL_LEVEL, Calibration
+from predictions.forecasting.multiple_testing import holm
 
 __all__ = ["HORIZONS", "SymbolRuns", "calibration_from", "evaluate", "run_models"]
 

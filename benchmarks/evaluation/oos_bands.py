@@ -35,7 +35,7 @@ import numpy as np
 from scipy import stats
 
 from benchmarks.evaluation.band_choice import RULE, choose_band
-from benchmarks.evaluation.band_tests import bootstrap_block, christoffersen, dm_hln, holm, kupiec
+from benchmarks.evaluation.band_tests import bootstrap_block, christoffersen, dm_hln, kupiec
 from benchmarks.evaluation.coverage_tests import coverage_tests
 from benchmarks.evaluation.fixed_b import dm_fixed_b
 from benchmarks.evaluation.joint_bootstrap import joint_mean, joint_skill
@@ -44,6 +44,7 @@ from benchmarks.evaluation.runs import SymbolRuns
 from benchmarks.evaluation.significance import block_sums, mean_interval, percentile_interval
 from predictions.forecasting import volatility
 from predictions.forecasting.calibration import INTERVAL_LEVEL, band, conformal_scale
+from predictions.forecasting.multiple_testing import holm
 
 ALPHA = 1 - INTERVAL_LEVEL
 Z80 = float(stats.norm.ppf(1 - ALPHA / 2))  # 1.2816: the 80 % band's half-width in σ

@@ -16,22 +16,11 @@ from collections.abc import Iterator
 from typing import Any
 
 from . import scorecard
+from .multiple_testing import ALPHA, holm
 
 ENSEMBLE = "ensemble"
-ALPHA = 0.05  # Holm's family-wise level, the evaluation's
 BASELINE = "no change (the random walk with drift, `naive`)"
 VERDICTS = ("better", "worse", "not significant")
-
-
-def holm(p_values: list[float], alpha: float = ALPHA) -> list[bool]:
-    """Holm's step-down rejections at family-wise level ``alpha``, in the given order."""
-    order = sorted(range(len(p_values)), key=lambda i: p_values[i])
-    rejected = [False] * len(p_values)
-    for rank, i in enumerate(order):
-        if p_values[i] > alpha / (len(p_values) - rank):
-            break
-        rejected[i] = True
-    return rejected
 
 
 def _tested(card: dict[str, Any]) -> Iterator[tuple[str, str, int, dict[str, Any]]]:

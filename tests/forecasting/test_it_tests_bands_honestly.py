@@ -8,6 +8,7 @@ import pytest
 
 from benchmarks.evaluation import band_tests
 from benchmarks.evaluation.significance import diebold_mariano
+from predictions.forecasting.multiple_testing import holm
 
 
 def test_the_lag_and_the_block_cover_the_overlap_of_long_paths():
@@ -28,8 +29,9 @@ def test_the_hln_correction_only_ever_weakens_the_evidence():
 
 
 def test_holm_rejects_step_by_step():
-    assert band_tests.holm([0.01, 0.04, 0.03, 0.2]) == [True, False, False, False]
-    assert band_tests.holm([0.001, 0.012, 0.02]) == [True, True, True]
+    assert holm([0.01, 0.04, 0.03, 0.2]) == [True, False, False, False]
+    assert holm([0.001, 0.012, 0.02]) == [True, True, True]
+    assert holm([]) == []
 
 
 def test_kupiec_accepts_the_right_miss_rate_and_refuses_a_wrong_one():
