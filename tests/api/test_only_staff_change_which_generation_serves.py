@@ -21,7 +21,10 @@ def two_generations():
 def test_anyone_reads_the_serving_generation_and_the_trail(api_client, two_generations):
     body = api_client.get(URL, {"symbol": "ibm"}).json()
 
-    assert body["models"] == [{"model": "ridge", "serving": 1, "shadow": 2, "rollback_to": None}]
+    assert body["models"] == [
+        {"model": "ridge", "serving": 1, "recipe": "", "shadow": 2, "shadow_recipe": "",
+         "rollback_to": None}
+    ]  # fmt: skip
     assert body["events"][0]["reason"] == "the first generation of this model"
     assert api_client.get(URL, {"symbol": "not a symbol!"}).status_code == 400
 
@@ -37,7 +40,8 @@ def test_staff_promote_and_roll_back_with_a_reason(staff_api_client, two_generat
     assert promoted.status_code == 200
     assert promoted.json()["event"] | {"at": None} == {
         "symbol": "IBM", "model": "ridge", "generation": 2, "action": "promoted",
-        "replaced": 1, "reason": "checked by hand", "actor": "operator", "at": None,
+        "replaced": 1, "reason": "checked by hand", "actor": "operator", "recipe": "",
+        "at": None,
     }  # fmt: skip
     again = staff_api_client.post(
         change, {"action": "promote", "generation": 2, "reason": "twice"}, format="json"

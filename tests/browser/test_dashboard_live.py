@@ -54,7 +54,8 @@ def test_the_dashboard_shows_a_prediction_live_with_its_waterfall(
     pills = predict.locator("#stage-pills li")
     assert {pills.nth(i).get_attribute("data-stage") for i in range(pills.count())} == stages
     assert predict.locator("#stage-pills li.ok").count() == len(stages)
-    assert predict.locator("#chart .scatterlayer .trace").count() >= 5
+    assert predict.locator("#band-chart .scatterlayer .trace").count() >= 5  # the band panel
+    assert predict.locator("#chart .scatterlayer .trace").count() >= 3  # the closes beside it
 
     # The dashboard received the live row...
     row = dashboard.locator("#feed tbody tr.status-done", has_text="MSFT")
