@@ -1,6 +1,7 @@
 """Yahoo, mocked at its HTTP layer as the price tests mock it, for the scoring tests that
-read live histories."""
+read live histories; yfinance's caches in a private temp dir, as there (the first
+configuration in a process wins, and the shared default dir outlives the run)."""
 
 from __future__ import annotations
 
-from tests.prices.conftest import fake_yahoo  # noqa: F401  (the fixture, for this folder)
+from tests.prices.conftest import fake_yahoo, yf_cache_dir  # noqa: F401  (the fixtures)
