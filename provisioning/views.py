@@ -8,7 +8,6 @@ the vault (ANSIBLE_VAULT_PASSWORD_FILE in the web process's environment) or grou
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from functools import wraps
 from typing import Any
@@ -20,6 +19,7 @@ from django.shortcuts import render
 from django.views.decorators.csrf import ensure_csrf_cookie
 from django.views.decorators.http import require_GET, require_POST
 
+from predictions import json_body
 from provisioning import hosts, inventory, runner
 from provisioning.models import ProvisioningRun, ScalingDecision
 from workers.routing import QUEUES
@@ -93,9 +93,9 @@ def start_run(request: HttpRequest) -> JsonResponse:
     if not request.user.has_perm(RUN_PERMISSION):
         return _error(403, NO_RUN_PERMISSION)
     try:
-        body = json.loads(request.body or b"{}")
-    except (json.JSONDecodeError, UnicodeDecodeError):
-        return _error(400, "The body must be JSON: {action, host, queues?, concurrency?}.")
+        body = json_body.loads(request.body or b"{}")
+    except json_body.UnreadableBody as exc:
+        return _error(400, f"{exc} Send JSON: {{action, host, queues?, concurrency?}}.")
     if not isinstance(body, dict):
         return _error(400, "The body must be a JSON object.")
     action = str(body.get("action") or "")

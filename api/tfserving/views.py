@@ -9,7 +9,6 @@ control.
 
 from __future__ import annotations
 
-import json
 import time
 
 from django.conf import settings
@@ -25,7 +24,7 @@ from api.tfserving.outputs import ENSEMBLE, ENSEMBLE_VERSION, NotServable, membe
 from api.tfserving.status import model_versions, signature
 from api.throttles import client_key
 from api.waiting import wait_slot
-from predictions import progress
+from predictions import json_body, progress
 from predictions.models import PredictionRequest
 from workers import gate
 from workers.gate import Client, Question
@@ -110,12 +109,8 @@ class Predict(TFServingView):
                 415,
             )
         try:
-            call = tfbody.parse(json.loads(request.body or b"null"))
-        except json.JSONDecodeError as exc:
-            return tf_error(f"The body is not JSON: {exc.msg} (line {exc.lineno}).", 400)
-        except RecursionError:
-            return tf_error("The body nests arrays or objects too deeply to be a request.", 400)
-        except tfbody.BadBody as exc:
+            call = tfbody.parse(json_body.loads(request.body or b"null"))
+        except (json_body.UnreadableBody, tfbody.BadBody) as exc:
             return tf_error(str(exc), 400)
         questions = list(dict.fromkeys(call.instances))
         found: dict[tfbody.Instance, tuple[PredictionRequest, bool]] = {}
