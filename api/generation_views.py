@@ -12,6 +12,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from api import query
 from predictions import generations
 from predictions.symbols import InvalidSymbol, normalize_symbol
 
@@ -34,7 +35,7 @@ class GenerationList(APIView):
         responses={200: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT},
     )
     def get(self, request: Request) -> Response:
-        raw = request.query_params.get("symbol")
+        raw = query.one(request, "symbol")
         symbol = _symbol(raw) if raw else None
         body: dict[str, Any] = {"events": generations.history(symbol)}
         if symbol:

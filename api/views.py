@@ -22,7 +22,7 @@ from rest_framework.response import Response
 from rest_framework.reverse import reverse
 from rest_framework.views import APIView
 
-from api import answers
+from api import answers, query
 from api import schema_docs as docs
 from api.errors import NotFoundError, Refused
 from api.parsers import SafeJSONParser
@@ -49,7 +49,7 @@ INCLUDE_PARAMETER = OpenApiParameter(
 
 
 def include_history(request: Request) -> bool:
-    include = request.query_params.get("include", "")
+    include = query.one(request, "include")
     if include not in ("", "history"):
         raise ValidationError({"include": ["include may only be 'history'."]})
     return include == "history"
@@ -112,7 +112,7 @@ class PredictionListCreate(generics.ListAPIView):
 
     def get_queryset(self) -> Any:
         queryset = PredictionRequest.objects.listed_for(self.request.user)
-        symbol = self.request.query_params.get("symbol")
+        symbol = query.one(self.request, "symbol")
         if symbol:
             try:
                 queryset = queryset.filter(symbol=normalize_symbol(symbol))
@@ -230,7 +230,7 @@ class PredictionDetail(APIView):
 
     @staticmethod
     def _wait_seconds(request: Request) -> float:
-        raw = request.query_params.get("wait", "0")
+        raw = query.one(request, "wait", "0")
         limit = settings.PREDICTION_MAX_WAIT
         try:
             wait = float(raw)

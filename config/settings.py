@@ -365,7 +365,7 @@ REST_FRAMEWORK = {
         # Admin sign-in attempts, per address.
         "login": env_str("THROTTLE_LOGIN", "10/min"),
     },
-    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "DEFAULT_PAGINATION_CLASS": "api.query.OneValuePagination",  # ?page= once, else 400
     "PAGE_SIZE": 20,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "api.errors.json_exception_handler",
@@ -390,6 +390,11 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     # Operation ids stay named after /api/ paths now that /v1/models/ sits at the root.
     "SCHEMA_PATH_PREFIX": "/api/",
+    # 414 (gunicorn's request-line limit) on every operation (api/schema_docs.py).
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "api.schema_docs.document_request_line_limit",
+    ],
 }
 # TF Serving's REST API (api/tfserving/): how long a :predict call waits for the pipeline,
 # and how many instances one call may carry.

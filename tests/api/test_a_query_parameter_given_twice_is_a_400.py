@@ -1,0 +1,60 @@
+"""`?page=`, `?wait=` (and the other one-value parameters) given more than once, the array
+form a generated client may send, are a 400 that says so; given once they still work. The
+schema documents 414, which gunicorn answers for a request line over its limit, on every
+operation."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support.api import finished_prediction
+
+pytestmark = pytest.mark.django_db
+LIST = "/api/v1/predictions/"
+
+
+@pytest.fixture
+def reader(api_client, django_user_model):
+    api_client.force_authenticate(django_user_model.objects.create_user("reader"))
+    return api_client
+
+
+def test_page_once_is_a_page_twice_is_a_400(reader):
+    assert reader.get(f"{LIST}?page=1").status_code == 200
+    refused = reader.get(f"{LIST}?page=1&page=2")
+    assert refused.status_code == 400
+    assert refused.json()["error"] == "page: page may be given once; it was given 2 times."
+
+
+def test_wait_once_is_read_twice_is_a_400(client):
+    prediction = finished_prediction("AAPL", 3)
+    detail = f"{LIST}{prediction.id}/"
+    assert client.get(f"{detail}?wait=0").status_code == 200
+    refused = client.get(f"{detail}?wait=0&wait=5")
+    assert refused.status_code == 400 and "wait may be given once" in refused.json()["error"]
+
+
+@pytest.mark.parametrize(
+    "url",
+    [f"{LIST}?symbol=AAPL&symbol=MSFT", "/api/v1/generations/?symbol=IBM&symbol=AAPL"],
+)
+def test_other_one_value_parameters_refuse_repeats_too(reader, url):
+    response = reader.get(url)
+    assert response.status_code == 400 and "given once" in response.json()["error"]
+    assert reader.get(url.rsplit("&", 1)[0]).status_code == 200
+
+
+def test_the_schema_documents_414_on_every_operation(client):
+    schema = client.get("/api/schema/", HTTP_ACCEPT="application/json").json()
+    operations = [
+        (path, method, op)
+        for path, methods in schema["paths"].items()
+        for method, op in methods.items()
+    ]
+    assert len(operations) > 10
+    missing = [(path, method) for path, method, op in operations if "414" not in op["responses"]]
+    assert missing == []
+    assert (
+        "request-line limit"
+        in schema["paths"][f"{LIST}{{id}}/"]["get"]["responses"]["414"]["description"]
+    )
