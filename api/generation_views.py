@@ -28,7 +28,8 @@ def _symbol(raw: str) -> str:
 
 class GenerationList(APIView):
     """Per model of a symbol: the serving generation, the shadow, the rollback target; and
-    the newest events (promotions, shadows, rejections, rollbacks) with their reasons."""
+    the newest events (promotions, shadows, rejections, rollbacks) with their reasons. Who
+    made each change (`actor`) is shown to staff only: null for everyone else."""
 
     @extend_schema(
         parameters=[OpenApiParameter("symbol", OpenApiTypes.STR, description="one symbol")],
@@ -37,7 +38,8 @@ class GenerationList(APIView):
     def get(self, request: Request) -> Response:
         raw = query.one(request, "symbol")
         symbol = _symbol(raw) if raw else None
-        body: dict[str, Any] = {"events": generations.history(symbol)}
+        staff = bool(request.user and request.user.is_staff)
+        body: dict[str, Any] = {"events": generations.history(symbol, with_actor=staff)}
         if symbol:
             body["symbol"], body["models"] = symbol, generations.state(symbol)
         return Response(body)

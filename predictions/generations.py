@@ -313,8 +313,12 @@ def judge(symbol: str, models: Iterable[str] | None = None) -> list[GenerationEv
     return decided
 
 
-def history(symbol: str | None = None, limit: int = 200) -> list[dict[str, Any]]:
-    """The newest events (all symbols, or one), for the API, the command and the page."""
+def history(
+    symbol: str | None = None, limit: int = 200, *, with_actor: bool = True
+) -> list[dict[str, Any]]:
+    """The newest events (all symbols, or one), for the API, the command and the page.
+
+    Who made a change (a staff user's name) is for staff: `with_actor=False` gives None."""
     rows = GenerationEvent.objects.all()
     if symbol:
         rows = rows.filter(symbol=symbol)
@@ -326,7 +330,7 @@ def history(symbol: str | None = None, limit: int = 200) -> list[dict[str, Any]]
             "action": e.action,
             "replaced": e.replaced,
             "reason": e.reason,
-            "actor": e.actor,
+            "actor": e.actor if with_actor else None,
             "recipe": e.recipe,
             "at": e.created_at.isoformat(),
         }
