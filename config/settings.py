@@ -467,7 +467,12 @@ LOGGING = {
     "disable_existing_loggers": False,
     "filters": {"request_id": {"()": "predictions.log_context.RequestIdFilter"}},
     "formatters": {
-        "plain": {"format": "%(asctime)s %(levelname)s [%(request_id)s] %(name)s: %(message)s"},
+        # One line per record: control characters in a message are escaped (a reason with
+        # a newline cannot forge a line; config/log_format.py).
+        "plain": {
+            "class": "config.log_format.OneLineFormatter",
+            "format": "%(asctime)s %(levelname)s [%(request_id)s] %(name)s: %(message)s",
+        },
         "json": {
             "()": "pythonjsonlogger.json.JsonFormatter",
             "fmt": "%(asctime)s %(levelname)s %(request_id)s %(name)s %(process)d %(message)s",
