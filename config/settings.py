@@ -402,12 +402,29 @@ TFSERVING_MAX_WAIT = env_int("TFSERVING_MAX_WAIT", 30, minimum=1)
 TFSERVING_MAX_INSTANCES = env_int("TFSERVING_MAX_INSTANCES", 32, minimum=1)
 # The queue client's consumer (`manage.py serve_queue`, workers/queue_consumer.py): a
 # message held this long by a consumer that stopped refreshing it is claimed by another;
-# answers are kept this long per request id; the output stream keeps about this many;
-# questions one consumer holds at once.
+# answers are kept this long per request id; the dead-letter stream keeps about this many;
+# entries one consumer reads from each client's input stream per step.
 QUEUE_CLAIM_IDLE = env_int("QUEUE_CLAIM_IDLE", 30, minimum=1)
 QUEUE_ANSWER_TTL = env_int("QUEUE_ANSWER_TTL", 86400, minimum=60)
 QUEUE_OUTPUT_MAXLEN = env_int("QUEUE_OUTPUT_MAXLEN", 10000, minimum=100)  # the dead letters
-QUEUE_CONCURRENCY = env_int("QUEUE_CONCURRENCY", 8, minimum=1)
+QUEUE_READ_BATCH = env_int("QUEUE_READ_BATCH", 10, minimum=1)
+# The queue interface's own Redis: the client-facing streams, answers and the clients' ACL
+# users, so no queue client can fill the Redis the broker, admission and the cache live in.
+# Unset: the main Redis (a system check warns under DEPLOYMENT=production; docs/clients.md).
+QUEUE_REDIS_URL = env_str("QUEUE_REDIS_URL") or REDIS_URL
+# Each queue client's bounds, enforced by the consumer (docs/clients.md, "Bounds"): bytes
+# of one question's entry; questions in progress at once; entries waiting in its input
+# stream (the oldest beyond are trimmed); answers kept on its output stream; consumer
+# groups on it and consumers in each; MB its streams and answers may hold before it is cut
+# off for QUEUE_CLIENT_COOLDOWN seconds.
+QUEUE_MAX_ENTRY_BYTES = env_int("QUEUE_MAX_ENTRY_BYTES", 1024, minimum=256)
+QUEUE_CLIENT_MAX_PENDING = env_int("QUEUE_CLIENT_MAX_PENDING", 8, minimum=1)
+QUEUE_CLIENT_MAX_INPUT = env_int("QUEUE_CLIENT_MAX_INPUT", 1000, minimum=10)
+QUEUE_CLIENT_OUTPUT_MAXLEN = env_int("QUEUE_CLIENT_OUTPUT_MAXLEN", 1000, minimum=10)
+QUEUE_CLIENT_MAX_GROUPS = env_int("QUEUE_CLIENT_MAX_GROUPS", 8, minimum=1)
+QUEUE_CLIENT_MAX_CONSUMERS = env_int("QUEUE_CLIENT_MAX_CONSUMERS", 16, minimum=1)
+QUEUE_CLIENT_MAX_MEMORY_MB = env_int("QUEUE_CLIENT_MAX_MEMORY_MB", 32, minimum=1)
+QUEUE_CLIENT_COOLDOWN = env_int("QUEUE_CLIENT_COOLDOWN", 300, minimum=1)
 # Deliveries (or failed attempts) of one stream entry before it goes to the dead-letter
 # stream (stockserve:queue:dead) and its client is told it failed.
 QUEUE_MAX_DELIVERIES = env_int("QUEUE_MAX_DELIVERIES", 5, minimum=1)
