@@ -195,6 +195,14 @@ ADMISSION_PER_PROCESS = env_int("ADMISSION_PER_PROCESS", 4, minimum=1)
 ADMISSION_CLIENT_SHARE = env_float("ADMISSION_CLIENT_SHARE", 0.5, minimum=0.01)
 # Retry-After when nothing finished in the last minute to measure a drain rate from.
 ADMISSION_RETRY_AFTER_IDLE = env_int("ADMISSION_RETRY_AFTER_IDLE", 5, minimum=1)
+# Questions in flight one client may follow (join) at once; beyond, 429 (predictions/follows.py).
+JOIN_MAX_PER_CLIENT = env_int("JOIN_MAX_PER_CLIENT", 20, minimum=1)
+# Finished requests are deleted this many days after their deadline, in batches, by the
+# sweeper every PREDICTION_PRUNE_SECONDS; what forecasts of record use stays
+# (predictions/retention.py).
+PREDICTION_RETENTION_DAYS = env_float("PREDICTION_RETENTION_DAYS", 7.0, minimum=0.0)
+PREDICTION_PRUNE_SECONDS = env_float("PREDICTION_PRUNE_SECONDS", 60.0, minimum=1.0)
+PREDICTION_PRUNE_BATCH = env_int("PREDICTION_PRUNE_BATCH", 1000, minimum=1)
 
 # --- Celery (https://docs.celeryq.dev/en/stable/userguide/configuration.html).
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL)
@@ -266,6 +274,10 @@ if FAULT_INJECTION and (MARKET_CLOCK != "replay" or DEPLOYMENT == "production"):
 # many forecasts (bounded work per new bar); records older than this many days are deleted.
 SCORE_BATCH = env_int("SCORE_BATCH", 500, minimum=1)
 FORECAST_RECORD_DAYS = env_int("FORECAST_RECORD_DAYS", 400, minimum=1)
+# Track records computed once per version of their records, per web process, within this
+# many MiB (0: no cache) and seconds (predictions/track_record_cache.py).
+TRACK_RECORD_CACHE_MB = env_float("TRACK_RECORD_CACHE_MB", 32.0, minimum=0.0)
+TRACK_RECORD_CACHE_SECONDS = env_int("TRACK_RECORD_CACHE_SECONDS", 600, minimum=1)
 CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = (
     {
         "refresh-watchlist": {
@@ -469,6 +481,10 @@ WS_PORT = env_int("WS_PORT", PORT + 1, minimum=1)
 # Where pages open websockets: unset = same host as the page, port WS_PORT; "/" = same
 # origin (a proxy routes /ws/); or an absolute ws:// or wss:// base URL.
 WEBSOCKET_URL = env_str("WEBSOCKET_URL")
+# Websockets one ASGI process keeps open at once, in all and per address (an IPv6 /64);
+# beyond, the connection is closed with code 4429 or 1013 and a reason (webui/connections.py).
+WS_MAX_CONNECTIONS = env_int("WS_MAX_CONNECTIONS", 1000, minimum=1)
+WS_MAX_CONNECTIONS_PER_ADDRESS = env_int("WS_MAX_CONNECTIONS_PER_ADDRESS", 20, minimum=1)
 DASHBOARD_TICK_SECONDS = env_float("DASHBOARD_TICK_SECONDS", 0.25, minimum=0.05)
 DASHBOARD_WINDOW = env_int("DASHBOARD_WINDOW", 500, minimum=10)
 # /metrics wants "Authorization: Bearer <METRICS_TOKEN>" (or a staff session); without
