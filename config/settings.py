@@ -22,10 +22,11 @@ from config.env import (
     env_str,
     weak_secret,
 )
+from config.private_files import owner_only_dir, owner_only_sqlite
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("VAR_DIR", str(BASE_DIR / "var")))
-VAR_DIR.mkdir(parents=True, exist_ok=True, mode=0o700)  # the database, secrets: owner only
+owner_only_dir(VAR_DIR)  # the database, secrets: 0700 however it was made (private_files.py)
 
 
 def _secret(name: str, length: int = 50) -> str:
@@ -137,6 +138,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # TEST_SQLITE_NAME differs per test run, so parallel runs do not share a file.
     _test_db = env_str("TEST_SQLITE_NAME", "test-db.sqlite3")
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / _test_db)}
+    # Tokens, sessions, password hashes: the file 0600 before SQLite makes it 0644.
+    if str(DATABASES["default"]["NAME"]) not in ("", ":memory:"):
+        owner_only_sqlite(Path(DATABASES["default"]["NAME"]))
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Redis: broker, result backend, cache (and, later, the channel layer).

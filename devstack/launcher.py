@@ -65,6 +65,9 @@ def _ready(base: str) -> bool:
 
 
 def main() -> int:
+    # Everything the stack creates (the database, Redis's password, ACL and append-only
+    # file, `ACL SAVE`'s rewrite, logs) readable by this user only; children inherit it.
+    os.umask(0o077)
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
     port = int(os.environ.get("PORT", "8000"))
     host = os.environ.get("HOST", "127.0.0.1")
