@@ -6,4 +6,5 @@ class WorkersConfig(AppConfig):
     verbose_name = "Workers"
 
     def ready(self) -> None:
-        from workers import lifecycle  # noqa: F401  (connects the Celery signal handlers)
+        # Connects the Celery signal handlers; registers the queue's Redis system check.
+        from workers import lifecycle, queue_redis  # noqa: F401

@@ -4,14 +4,17 @@ Each client has its own input and output stream (`stockserve_client.protocol.cli
 the default one, and every name `manage.py queue_clients add` registered, whose Redis user
 reaches only its own keys). Each consumer (`manage.py serve_queue`, started by `make run`)
 reads every client's input stream in one consumer group, so each question goes to one
-consumer. A question goes through the gate
-every entry point shares (`workers.gate.ask`, admission control as the client `queue`):
-a cached answer is written at once; otherwise the consumer holds its message until the
-prediction ends. The answer is written once: one Lua script sets the per-request key only
-if absent, appends to the output stream, publishes the wake-up, then acknowledges and
-deletes the input entry. So
-nothing is acknowledged before its answer exists (at least once), and a duplicate
-request id, or a message answered twice after a claim, is answered once.
+consumer. All of it lives in the queue's Redis (`QUEUE_REDIS_URL`, workers/queue_redis.py),
+and each client's bounds are enforced at every step (workers/queue_bounds.py): an entry
+over QUEUE_MAX_ENTRY_BYTES, or a question beyond QUEUE_CLIENT_MAX_PENDING in progress, is
+answered `refused`. A question goes through the gate every entry point shares
+(`workers.gate.ask`, admission control as the client `queue:<name>`, so each queue client
+has its own share): a cached answer is written at once; otherwise the consumer holds its
+message until the prediction ends. The answer is written once: one Lua script sets the
+per-request key only if absent, appends to the output stream (capped), publishes the
+wake-up, then acknowledges and deletes the input entry. So nothing is acknowledged
+before its answer exists (at least once), and a duplicate request id, or a message
+answered twice after a claim, is answered once.
 
 A consumer that dies holding messages leaves them pending in the group; a live consumer
 claims them (XAUTOCLAIM) once idle for QUEUE_CLAIM_IDLE seconds and submits them again,
@@ -34,23 +37,27 @@ from stockserve_client.protocol import Answer, ClientKeys
 
 from predictions import log_context
 from predictions.models import PredictionRequest
-from predictions.redis_client import get_redis, script
 from predictions.symbols import InvalidSymbol, normalize_symbol
-from workers import gate
+from workers import gate, queue_bounds
 from workers.gate import Client, Question
+from workers.queue_bounds import Usage, trim_read
+from workers.queue_redis import get_queue_redis, queue_script
 
 log = logging.getLogger(__name__)
-CLIENT = "queue"
+CLIENT_PREFIX = "queue:"  # + the client's name: its admission share (workers.gate.Client)
 DEAD_LETTER_STREAM = "stockserve:queue:dead"  # entries no consumer could answer, kept
 FAILURES_KEY = "stockserve:queue:failures"  # entry id -> failed attempts
 
-# KEYS: answer key, output stream, input stream. ARGV: answer JSON, request id, ttl,
-# group, input entry id, channel. No MAXLEN: the output stream is trimmed only below what
-# every group reading it has acknowledged (`trim_read`).
+# KEYS: answer key, output stream, input stream, the client's usage. ARGV: answer JSON,
+# request id, ttl, group, input entry id, channel, output cap, the hour the answer expires
+# in, its bytes. The output stream keeps at most its cap whatever groups read it; below
+# that, `trim_read` trims what every group has acknowledged.
 _ANSWER_ONCE = """
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[3]) then
-  redis.call('XADD', KEYS[2], '*', 'request_id', ARGV[2], 'answer', ARGV[1])
+  redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[7], '*', 'request_id', ARGV[2], 'answer', ARGV[1])
   redis.call('PUBLISH', ARGV[6], 'done')
+  redis.call('HINCRBY', KEYS[4], ARGV[8], ARGV[9])
+  redis.call('EXPIRE', KEYS[4], tonumber(ARGV[3]) + 7200)
 end
 redis.call('XACK', KEYS[3], ARGV[4], ARGV[5])
 redis.call('XDEL', KEYS[3], ARGV[5])
@@ -67,33 +74,13 @@ class Held:
     prediction_id: str
 
 
-def trim_read(client: redis.Redis, stream: str, ttl: int) -> None:
-    """Trim a client's output stream below the oldest answer some group has not yet
-    acknowledged (its oldest pending entry, else what it was last given); a stream no
-    group reads keeps its answers as long as their keys live (`ttl` seconds)."""
-    try:
-        groups: Any = client.xinfo_groups(stream)
-    except redis.ResponseError:  # no stream yet
-        return
-    floors = []
-    for group in groups:
-        if group["pending"]:
-            oldest: Any = client.xpending(stream, group["name"])
-            floors.append(_text(oldest["min"]))
-        else:
-            floors.append(_text(group["last-delivered-id"]))
-    if not floors:
-        floors.append(f"{int((time.time() - ttl) * 1000)}-0")
-    floor = min(floors, key=lambda i: tuple(int(part) for part in i.split("-")))
-    client.xtrim(stream, minid=floor, approximate=False)
-
-
 class QueueConsumer:
     def __init__(self, name: str) -> None:
         self.name = name
-        self.redis = get_redis()
+        self.redis = get_queue_redis()
         self.held: dict[tuple[str, str], Held] = {}  # by (input stream, entry id)
         self.clients: dict[str, ClientKeys] = {}  # by input stream
+        self.usage: dict[str, Usage] = {}  # by client name, this step
         self.trimmed_at = 0.0
         self._refresh_clients()
 
@@ -118,34 +105,40 @@ class QueueConsumer:
                         keys.input, protocol.SERVER_GROUP, id="0", mkstream=True
                     )
                 except redis.ResponseError as exc:
-                    if "BUSYGROUP" not in str(exc):
-                        raise
+                    if "BUSYGROUP" not in str(exc):  # e.g. the queue's Redis is full
+                        log.warning("queue consumer %s: client %s skipped: %s",
+                                    self.name, client, exc)  # fmt: skip
+                        continue
             current[keys.input] = keys
         self.clients = current
 
     def step(self, block_ms: int = 500) -> None:
-        """Claim what dead consumers left, read new questions, answer what finished."""
+        """Enforce each client's bounds, claim what dead consumers left, read new
+        questions (at most QUEUE_READ_BATCH per client), answer what finished."""
         self._refresh_clients()
+        queue_bounds.switch_on_again(self.redis)
+        self.usage = queue_bounds.enforce(self.redis, list(self.clients.values()))
+        cut_off = queue_bounds.cutoffs(self.redis)
+        serving = {s: k for s, k in self.clients.items() if k.name not in cut_off}
         claim_idle_ms = settings.QUEUE_CLAIM_IDLE * 1000
         entries: list[tuple[ClientKeys, Any, Any]] = []
         redelivered: set[tuple[str, str]] = set()
-        for stream, keys in self.clients.items():
+        for stream, keys in serving.items():
             _next, claimed, *_ = self.redis.xautoclaim(
                 stream, protocol.SERVER_GROUP, self.name, claim_idle_ms, count=10
             )
             entries += [(keys, entry_id, fields) for entry_id, fields in claimed]
             redelivered |= {(stream, _text(entry_id)) for entry_id, _ in claimed}
-        room = max(0, settings.QUEUE_CONCURRENCY - len(self.held))
-        if room:
+        if serving:
             read: Any = self.redis.xreadgroup(
                 protocol.SERVER_GROUP,
                 self.name,
-                dict.fromkeys(self.clients, ">"),
-                count=room,
+                dict.fromkeys(serving, ">"),
+                count=settings.QUEUE_READ_BATCH,  # per stream: each client reads as much
                 block=block_ms if not self.held and not entries else None,
             )
             for stream, new in read or []:
-                keys = self.clients[_text(stream)]
+                keys = serving[_text(stream)]
                 entries += [(keys, entry_id, fields) for entry_id, fields in new]
         for keys, entry_id, fields in entries:
             if fields:  # a claimed entry already deleted has no fields
@@ -164,12 +157,16 @@ class QueueConsumer:
         delivered QUEUE_MAX_DELIVERIES times without an answer goes to the dead-letter
         stream, and its client is told it failed."""
         fields = {_text(k): _text(v) for k, v in raw.items()}
+        size = sum(len(k) + len(v) for k, v in raw.items())
+        if size > settings.QUEUE_MAX_ENTRY_BYTES:
+            self._refuse(keys, entry_id, fields, _too_big(size))
+            return
         if redelivered and self._deliveries(keys, entry_id) > settings.QUEUE_MAX_DELIVERIES:
             told = "it was delivered too many times without an answer"
             self._dead_letter(keys, entry_id, fields, told, told)
             return
         try:
-            self._take(keys, entry_id, fields)  # the gate binds the request id to its lines
+            self._take(keys, entry_id, fields, redelivered)  # the gate binds the request id
         except Exception as exc:  # a bug or a store error on this entry: the next goes on
             log.exception("queue consumer %s: entry %s failed", self.name, entry_id)
             failure = f"{keys.input}/{entry_id}"
@@ -210,7 +207,22 @@ class QueueConsumer:
         failed = Answer(request_id, protocol.FAILED, error=sentence)
         self._write(keys, entry_id, failed)
 
-    def _take(self, keys: ClientKeys, entry_id: str, fields: dict[str, str]) -> None:
+    def _refuse(self, keys: ClientKeys, entry_id: str, fields: dict[str, str], reason: str) -> None:
+        """Answer `refused` for a bound of this client's own: the sentence names only its
+        use, and says to enqueue again later with a new request id."""
+        request_id = fields.get("request_id", "")
+        if not 0 < len(request_id) <= protocol.MAX_REQUEST_ID:
+            request_id = entry_id
+        retry = settings.ADMISSION_RETRY_AFTER_IDLE
+        refused = Answer(request_id, protocol.REFUSED, error=reason, retry_after=retry)
+        self._write(keys, entry_id, refused)
+
+    def _in_progress(self, keys: ClientKeys) -> int:
+        return self.usage.get(keys.name, Usage()).pending
+
+    def _take(
+        self, keys: ClientKeys, entry_id: str, fields: dict[str, str], redelivered: bool = False
+    ) -> None:
         request_id = fields.get("request_id", "")
         try:
             protocol.check_question(request_id, fields.get("symbol", ""), int(fields["horizon"]))
@@ -224,7 +236,11 @@ class QueueConsumer:
         if given is not None:  # a duplicate id: acknowledged, not answered again
             self._write(keys, entry_id, Answer.from_fields({"answer": given}))
             return
-        outcome = gate.ask(Question(symbol, horizon), Client(CLIENT))
+        bound = settings.QUEUE_CLIENT_MAX_PENDING
+        if not redelivered and self._in_progress(keys) >= bound:  # a claimed one was counted
+            self._refuse(keys, entry_id, fields, _too_many(self._in_progress(keys), bound))
+            return
+        outcome = gate.ask(Question(symbol, horizon), Client(f"{CLIENT_PREFIX}{keys.name}"))
         if isinstance(outcome, gate.Answered):
             self._write(keys, entry_id, _answer(request_id, outcome.prediction))
         elif isinstance(outcome, gate.Unservable):
@@ -243,6 +259,8 @@ class QueueConsumer:
         else:
             prediction_id = str(outcome.request.id)
             self.held[(keys.input, entry_id)] = Held(keys, entry_id, request_id, prediction_id)
+            if not redelivered:  # the next question of this step sees it in progress
+                self.usage.setdefault(keys.name, Usage()).pending += 1
 
     def _answer_finished(self) -> None:
         if not self.held:
@@ -279,8 +297,10 @@ class QueueConsumer:
 
     def _write(self, keys: ClientKeys, entry_id: str, answer: Answer) -> None:
         fields = answer.to_fields()
-        script(_ANSWER_ONCE)(
-            [keys.answer_key(answer.request_id), keys.output, keys.input],
+        answer_key = keys.answer_key(answer.request_id)
+        hour, size = queue_bounds.answer_accounting(answer_key, fields["answer"])
+        queue_script(_ANSWER_ONCE)(
+            [answer_key, keys.output, keys.input, queue_bounds.usage_key(keys.name)],
             [
                 fields["answer"],
                 answer.request_id,
@@ -288,6 +308,9 @@ class QueueConsumer:
                 protocol.SERVER_GROUP,
                 entry_id,
                 keys.done_channel(answer.request_id),
+                settings.QUEUE_CLIENT_OUTPUT_MAXLEN,
+                hour,
+                size,
             ],
         )
 
@@ -302,6 +325,21 @@ def _answer(request_id: str, prediction: PredictionRequest) -> Answer:
         "result": prediction.result,
     }
     return protocol.answer_from_prediction(request_id, shown)
+
+
+def _too_big(size: int) -> str:
+    return (
+        f"This question's entry is {size} bytes; a question may be at most "
+        f"{settings.QUEUE_MAX_ENTRY_BYTES} bytes (a request id, a symbol and a horizon)."
+    )
+
+
+def _too_many(in_progress: int, bound: int) -> str:
+    return (
+        f"You already have {in_progress} questions in progress, the most one queue client "
+        f"may have at once ({bound}); enqueue it again with a new request id once an "
+        "answer arrives."
+    )
 
 
 def _text(value: object) -> str:

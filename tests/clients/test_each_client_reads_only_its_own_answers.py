@@ -14,7 +14,7 @@ from stockserve_client import InputQueue, OutputQueue, protocol
 from predictions.redis_client import get_redis, text
 from tests.support.api import finished_prediction
 from tests.support.queue import consumer
-from workers.queue_consumer import trim_read
+from workers.queue_bounds import trim_read
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration]
 

@@ -19,6 +19,18 @@ MAX_HORIZON = 30
 DEFAULT_CLIENT = "default"
 CLIENTS_KEY = "stockserve:queue:clients"  # the named clients the service answers
 CLIENT_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
+# Names a client cannot take: each is the next part of a key or channel that the default
+# client or the service already uses under `stockserve:queue:` (a client named `answer`
+# would own `stockserve:queue:answer:*`, the default client's answers; `done` its wake-ups;
+# `usage` and `cutoffs` the service's own bookkeeping of each client).
+RESERVED_NAMES = frozenset(
+    {
+        DEFAULT_CLIENT,
+        *(key.split(":")[2] for key in (INPUT_STREAM, OUTPUT_STREAM, ANSWER_PREFIX,
+                                        DONE_CHANNEL_PREFIX, CLIENTS_KEY)),
+        "dead", "failures", "usage", "cutoffs",
+    }
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -47,6 +59,11 @@ def client_keys(name: str = DEFAULT_CLIENT) -> ClientKeys:
         raise ValueError(
             "A client name is 1 to 32 lowercase letters, digits, '-' or '_', starting with a "
             "letter or digit."
+        )
+    if name in RESERVED_NAMES:
+        raise ValueError(
+            f"The client name {name!r} is reserved: its keys (stockserve:queue:{name}:*) would "
+            "overlap the default client's or the service's own; choose another name."
         )
     base = f"stockserve:queue:{name}:"
     return ClientKeys(name, base + "in", base + "out", base + "answer:", base + "done:")

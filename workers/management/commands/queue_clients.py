@@ -1,34 +1,43 @@
 """`manage.py queue_clients add NAME` gives a queue client its own streams and a Redis user
-that reaches only them, and prints its Redis URL once; `remove NAME` revokes it; `list`.
+that reaches only them, and prints its Redis URL once; `remove NAME` revokes it; `list`
+shows each client and whether it is cut off (workers/queue_bounds.py).
 
 Why: every stream client used to share one input and one output stream, so any client
-could read every answer. A named client's keys all start with `stockserve:queue:<NAME>:`
-(stockserve_client.protocol.client_keys); its ACL user may run only the queue's commands,
-on those keys and channels. The consumer answers every client in the registry set.
+could read every answer; and a user allowed every key under its prefix could fill Redis
+with keys of its own. A named client's keys all start with `stockserve:queue:<NAME>:`
+(stockserve_client.protocol.client_keys), and its ACL user (Redis 7 selectors) may:
+XADD to its input stream and nothing else there; create groups on, read with XREADGROUP
+and XACK its output stream; GET its answers; SUBSCRIBE to its wake-ups. Users live in the
+queue's Redis (`QUEUE_REDIS_URL`); the consumer answers every client in the registry set.
 """
 
 from __future__ import annotations
 
 import json
 import secrets
+from datetime import UTC, datetime
 from typing import Any
-from urllib.parse import quote, urlsplit
 
 import redis
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from stockserve_client import protocol
 
-from predictions.redis_client import get_redis
-
-QUEUE_COMMANDS = (
-    "+xadd", "+xreadgroup", "+xgroup|create", "+xack", "+xinfo|groups", "+get", "+subscribe",
-    "+unsubscribe", "+ping", "+hello", "+client|setname",
-)  # fmt: skip
+from workers import queue_bounds
+from workers.queue_bounds import user_name
+from workers.queue_redis import get_queue_redis
+from workers.redis_users import CONNECTION_COMMANDS, redis_url_for, require_redis_7, save_acl
 
 
-def user_name(client: str) -> str:
-    return f"queue-{client}"
+def client_acl(keys: protocol.ClientKeys, password: str) -> list[str]:
+    """The ACL SETUSER arguments: each key with only the commands its use needs."""
+    return [
+        "reset", "on", f">{password}", "resetchannels", f"&{keys.done_prefix}*",
+        "-@all", *CONNECTION_COMMANDS, "+subscribe", "+unsubscribe",
+        f"%W~{keys.input}", "+xadd",  # questions: written, never read back or deleted
+        f"(~{keys.output} +xgroup|create +xreadgroup +xack)",  # answers, in its groups
+        f"(%R~{keys.answer_prefix}* +get)",  # an answer by its request id
+    ]  # fmt: skip
 
 
 class Command(BaseCommand):
@@ -39,11 +48,9 @@ class Command(BaseCommand):
         parser.add_argument("name", nargs="?", default="")
 
     def handle(self, *args: Any, action: str, name: str, **options: Any) -> None:
-        server = get_redis()
+        server = get_queue_redis()
         if action == "list":
-            names = sorted(n.decode() if isinstance(n, bytes) else n
-                           for n in server.smembers(protocol.CLIENTS_KEY))  # fmt: skip
-            self.stdout.write(json.dumps(names))
+            self.stdout.write(json.dumps(self._states(server), indent=1))
             return
         try:
             keys = protocol.client_keys(name)
@@ -56,31 +63,36 @@ class Command(BaseCommand):
         else:
             server.execute_command("ACL", "DELUSER", user_name(keys.name))
             server.srem(protocol.CLIENTS_KEY, keys.name)
-            self._save(server)
+            server.hdel(queue_bounds.CUTOFFS_KEY, keys.name)
+            save_acl(server, self.stderr)
             self.stdout.write(f"{keys.name}: its Redis user is gone; its streams are left to read")
 
+    def _states(self, server: redis.Redis) -> list[dict[str, Any]]:
+        """Each client, its user on or off, and until when and why it is cut off."""
+        names = sorted(n.decode() if isinstance(n, bytes) else n
+                       for n in server.smembers(protocol.CLIENTS_KEY))  # fmt: skip
+        cut = queue_bounds.cutoffs(server)
+        states = []
+        for name in names:
+            user: Any = server.acl_getuser(user_name(name))
+            state: dict[str, Any] = {"name": name, "user": "missing"}
+            if user:
+                state["user"] = "on" if "on" in user["flags"] else "off"
+            if name in cut:
+                until = datetime.fromtimestamp(cut[name]["until"], UTC)
+                state["cut_off_until"] = until.isoformat(timespec="seconds")
+                state["cut_off_because"] = cut[name]["reason"]
+            states.append(state)
+        return states
+
     def _add(self, server: redis.Redis, keys: protocol.ClientKeys) -> None:
+        require_redis_7(server)
         password = secrets.token_urlsafe(24)
-        prefix = f"stockserve:queue:{keys.name}:*"
-        server.execute_command(
-            "ACL", "SETUSER", user_name(keys.name), "reset", "on", f">{password}",
-            f"~{prefix}", "resetchannels", f"&{prefix}", "-@all", *QUEUE_COMMANDS,
-        )  # fmt: skip
+        server.execute_command("ACL", "SETUSER", user_name(keys.name), *client_acl(keys, password))
         server.sadd(protocol.CLIENTS_KEY, keys.name)
-        self._save(server)
-        where = urlsplit(settings.REDIS_URL)
-        host, port = where.hostname or "127.0.0.1", where.port or 6379
-        url = f"redis://{user_name(keys.name)}:{quote(password, safe='')}@{host}:{port}/0"
+        save_acl(server, self.stderr)
+        url = redis_url_for(settings.QUEUE_REDIS_URL, user_name(keys.name), password)
         self.stdout.write(
             f"{keys.name}: shown once, keep it secret (its password is stored hashed):\n{url}\n"
             f'InputQueue(url, client="{keys.name}"); OutputQueue(url, client="{keys.name}")'
         )
-
-    def _save(self, server: redis.Redis) -> None:
-        try:
-            server.execute_command("ACL", "SAVE")
-        except redis.ResponseError:
-            self.stderr.write(
-                "Redis has no ACL file: the user lasts until Redis restarts. Configure "
-                "`aclfile` (make run's own Redis has one) to keep it."
-            )
