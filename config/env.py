@@ -121,11 +121,11 @@ def env_fault(name: str) -> tuple[str, float, date] | None:
 EXAMPLE_SECRETS = ("change-me", "changeme", "example", "insecure", "secret-key", "django")
 
 
-def weak_secret(value: str) -> bool:
-    """Too short, too repetitive, or one of the examples the repository ships."""
+def weak_secret(value: str, minimum: int = 40) -> bool:
+    """Shorter than `minimum`, too repetitive, or one of the examples the repository ships."""
     lowered = value.lower()
     return (
-        len(value) < 40
+        len(value) < minimum
         or len(set(value)) < 12
         or any(example in lowered for example in EXAMPLE_SECRETS)
     )

@@ -494,6 +494,14 @@ DASHBOARD_WINDOW = env_int("DASHBOARD_WINDOW", 500, minimum=10)
 # /metrics wants "Authorization: Bearer <METRICS_TOKEN>" (or a staff session); without
 # METRICS_TOKEN one is generated into var/metrics_token. DEBUG leaves /metrics open.
 METRICS_TOKEN = _secret("METRICS_TOKEN", 32)
+METRICS_TOKEN_MIN_LENGTH = 32  # the playbooks' rule too (roles/monitoring)
+if DEPLOYMENT == "production" and weak_secret(METRICS_TOKEN, METRICS_TOKEN_MIN_LENGTH):
+    # A published example (vault.example.yml's) opens /metrics to anyone who read it.
+    raise ImproperlyConfiguredEnv(
+        "METRICS_TOKEN is an example or too weak for DEPLOYMENT=production: set at least "
+        f"{METRICS_TOKEN_MIN_LENGTH} random characters (python -c 'import secrets; "
+        "print(secrets.token_urlsafe(32))'), or leave it unset to have one generated."
+    )
 
 # Every line carries the prediction it belongs to ("-" for none; predictions/log_context.py),
 # so `grep <id>` follows one request through the web process, the workers and the relay.
