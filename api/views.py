@@ -207,12 +207,7 @@ class PredictionDetail(APIView):
 
             with wait_slot(client_key(request)) as free:
                 if not free:
-                    raise TooManyWaiting(
-                        "Too many clients are waiting on this server; follow the prediction's "
-                        "websocket or ask again without ?wait in a moment.",
-                        503,
-                        WAIT_RETRY_SECONDS,
-                    )
+                    raise TooManyWaiting(free.reason, 503, WAIT_RETRY_SECONDS)
                 progress.wait_for_final(str(prediction.id), wait, is_final)
         prediction.fail_if_stale()
         return Response(PredictionDetailSerializer(prediction, context=context).data)

@@ -5,10 +5,23 @@ the workers could not finish within PREDICTION_TIMEOUT failed after five minutes
 request that needs the pipeline is admitted only while fewer than the limit are queued or
 running; beyond it the client is told at once to come back later, with a Retry-After
 taken from how fast pipelines have been finishing. Cached answers and joins to an
-identical request in flight need no admission.
+identical request in flight need no admission (joins have their own bound per client,
+`predictions/follows.py`).
+
+The share is fair among the clients asking now: with n of them (those holding places,
+those refused for a full service who were told to come back and whose Retry-After has
+not passed, and the asking one) a client may take a place only while it holds fewer
+than floor(limit / n), at least one, and never more than ADMISSION_CLIENT_SHARE of the
+limit. A fixed half per client let two clients hold every place; with the fair share a
+newcomer gets places as the others' drain (pipelines end in seconds), because a client
+over its share is refused more while the newcomer waits to come back. Alone, a client
+gets ADMISSION_CLIENT_SHARE (half by default), not all: the other half lets a newcomer
+in at once instead of after a drain; a deployment with a single client (a batch, a
+load test) sets it to 1.
 
 The pipelines in flight are a Redis sorted set scored by deadline, so a request that was
-lost never holds a place past its deadline; each client's own are a second set.
+lost never holds a place past its deadline; a hash names each place's client. Both are
+read and changed by one Lua script, so the check and the take are one step.
 """
 
 from __future__ import annotations
@@ -24,36 +37,48 @@ from predictions.redis_client import get_redis, script
 
 IN_FLIGHT_KEY = "stockserve:inflight"
 OWNERS_KEY = "stockserve:inflight-owners"
-CLIENT_PREFIX = "stockserve:inflight-client:"
+# Clients refused for a full service, scored by when they stop counting as asking.
+ASKING_KEY = "stockserve:inflight-asking"
+ASKING_GRACE_SECONDS = 5  # beyond its Retry-After, for the client's own round trip
 DRAINED_PREFIX = "stockserve:drained:"
 DRAIN_WINDOW_SECONDS = 60
 ADMITTED, BUSY, OVER_SHARE = "admitted", "busy", "over-share"
+OVER_FOLLOWS = "over-follows"  # joins: the client follows JOIN_MAX_PER_CLIENT already
 
-# KEYS: in flight, owners. ARGV: now, deadline, id, client, limit, client limit, ttl.
+# KEYS: in flight, owners, asking. ARGV: now, deadline, id, client, limit, the share
+# when alone. Returns {code, in flight, the client's places, the client's share}: code 0
+# admitted, 1 busy (the service is full), 2 over share. The clients holding places are
+# counted from the owners hash (at most `limit` entries), so no count can drift from the
+# places; a client both holding and asking counts once.
 _ADMIT = """
 local now = tonumber(ARGV[1])
 for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)) do
-  local owner = redis.call('HGET', KEYS[2], id)
-  if owner then redis.call('ZREM', ARGV[8] .. owner, id) end
   redis.call('HDEL', KEYS[2], id)
 end
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-local client_key = ARGV[8] .. ARGV[4]
-redis.call('ZREMRANGEBYSCORE', client_key, '-inf', now)
+redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
+local held = {}
+for _, owner in ipairs(redis.call('HVALS', KEYS[2])) do
+  held[owner] = (held[owner] or 0) + 1
+end
+local clients = redis.call('ZCARD', KEYS[3])
+for owner, _ in pairs(held) do
+  if not redis.call('ZSCORE', KEYS[3], owner) then clients = clients + 1 end
+end
+local mine = held[ARGV[4]] or 0
+if mine == 0 and not redis.call('ZSCORE', KEYS[3], ARGV[4]) then clients = clients + 1 end
+local limit = tonumber(ARGV[5])
+local share = math.max(1, math.min(tonumber(ARGV[6]), math.floor(limit / clients)))
 local in_flight = redis.call('ZCARD', KEYS[1])
-if in_flight >= tonumber(ARGV[5]) then return {1, in_flight} end
-if redis.call('ZCARD', client_key) >= tonumber(ARGV[6]) then return {2, in_flight} end
+if mine >= share then return {2, in_flight, mine, share} end
+if in_flight >= limit then return {1, in_flight, mine, share} end
 redis.call('ZADD', KEYS[1], ARGV[2], ARGV[3])
-redis.call('ZADD', client_key, ARGV[2], ARGV[3])
-redis.call('EXPIRE', client_key, ARGV[7])
 redis.call('HSET', KEYS[2], ARGV[3], ARGV[4])
-return {0, in_flight + 1}
+return {0, in_flight + 1, mine + 1, share}
 """
-# KEYS: in flight, owners, this second's drain counter. ARGV: id, client prefix.
+# KEYS: in flight, owners, this second's drain counter. ARGV: id.
 _RELEASE = """
 if redis.call('ZREM', KEYS[1], ARGV[1]) == 0 then return 0 end
-local owner = redis.call('HGET', KEYS[2], ARGV[1])
-if owner then redis.call('ZREM', ARGV[2] .. owner, ARGV[1]) end
 redis.call('HDEL', KEYS[2], ARGV[1])
 redis.call('INCR', KEYS[3])
 redis.call('EXPIRE', KEYS[3], 120)
@@ -63,25 +88,33 @@ return 1
 
 @dataclass(frozen=True)
 class Decision:
-    outcome: str  # ADMITTED, BUSY or OVER_SHARE
+    outcome: str  # ADMITTED, BUSY, OVER_SHARE or OVER_FOLLOWS
     in_flight: int
     limit: int
     retry_after: int = 0
+    held: int = 0  # the asking client's places (after an admission, with the new one)
+    share: int = 0  # how many it may hold right now (OVER_FOLLOWS: questions it may follow)
 
     @property
     def admitted(self) -> bool:
         return self.outcome == ADMITTED
 
     def reason(self) -> str:
+        """Why not, in a sentence that names only the asking client's own use."""
         if self.outcome == BUSY:
             return (
                 f"The service is at capacity ({self.limit} predictions in progress); "
                 f"try again in {self.retry_after} s."
             )
-        share = client_share(self.limit)
+        if self.outcome == OVER_FOLLOWS:
+            return (
+                f"You already follow {self.held} questions in progress, the most one client "
+                f"may follow at once ({self.share}); try again in {self.retry_after} s."
+            )
         return (
-            f"You already have {share} predictions in progress, your share of the "
-            f"service's {self.limit}; try again in {self.retry_after} s."
+            f"You already have {self.held} predictions in progress: your share of the "
+            f"service's {self.limit} is {self.share} right now; try again in "
+            f"{self.retry_after} s."
         )
 
 
@@ -97,14 +130,21 @@ def in_flight_limit(model_processes: int) -> int:
 
 
 def client_share(limit: int) -> int:
+    """The most one client may hold, alone: ADMISSION_CLIENT_SHARE of the limit, at least 1."""
     return max(1, math.floor(limit * settings.ADMISSION_CLIENT_SHARE))
 
 
+def fair_share(limit: int, clients: int) -> int:
+    """What each of `clients` clients holding places may hold: an equal part of the limit
+    (at least one), within `client_share`. The admission script computes the same."""
+    return max(1, min(client_share(limit), limit // max(1, clients)))
+
+
 def admit(request_id: str, client: str, deadline: float, limit: int) -> Decision:
-    """Take a place for `request_id` if the service and the client have one free."""
+    """Take a place for `request_id` if the client is under its fair share and the service
+    has one free."""
     now = time.time()
-    ttl = settings.PREDICTION_TIMEOUT * 2
-    keys = [IN_FLIGHT_KEY, OWNERS_KEY]
+    keys = [IN_FLIGHT_KEY, OWNERS_KEY, ASKING_KEY]
     argv: list[str | float] = [
         now,
         deadline,
@@ -112,23 +152,29 @@ def admit(request_id: str, client: str, deadline: float, limit: int) -> Decision
         client,
         limit,
         client_share(limit),
-        ttl,
-        CLIENT_PREFIX,
     ]
-    code, in_flight = script(_ADMIT)(keys, argv)
+    code, in_flight, held, share = (int(v) for v in script(_ADMIT)(keys, argv))
     if code == 0:
-        return Decision(ADMITTED, int(in_flight), limit)
+        return Decision(ADMITTED, in_flight, limit, held=held, share=share)
     outcome = BUSY if code == 1 else OVER_SHARE
+    wait = retry_after(in_flight, limit)
     pipe = get_redis().pipeline(transaction=False)
     event_metrics.count_refusal(pipe, outcome)
+    if outcome == BUSY:  # it will come back: its share counts until then
+        pipe.zadd(ASKING_KEY, {client: now + wait + ASKING_GRACE_SECONDS})
     pipe.execute()
-    return Decision(outcome, int(in_flight), limit, retry_after(int(in_flight), limit))
+    return Decision(outcome, in_flight, limit, wait, held, share)
+
+
+def over_follows(followed: int, bound: int, limit: int) -> Decision:
+    """The client follows as many questions in flight as it may (joins, not places)."""
+    return Decision(OVER_FOLLOWS, in_flight(), limit, retry_after(limit, limit), followed, bound)
 
 
 def release(request_id: str) -> None:
     """The request reached a final state: its place is free (a no-op if it held none)."""
     drained = f"{DRAINED_PREFIX}{int(time.time())}"
-    script(_RELEASE)([IN_FLIGHT_KEY, OWNERS_KEY, drained], [request_id, CLIENT_PREFIX])
+    script(_RELEASE)([IN_FLIGHT_KEY, OWNERS_KEY, drained], [request_id])
 
 
 def drain_rate() -> float:

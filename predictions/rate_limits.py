@@ -12,6 +12,7 @@ The rates are REST_FRAMEWORK's DEFAULT_THROTTLE_RATES; the API's throttles
 from __future__ import annotations
 
 import functools
+import ipaddress
 import time
 from dataclasses import dataclass
 from typing import Any, cast
@@ -49,12 +50,41 @@ class Rate:
         return Rate(int(count), {"s": 1, "m": 60, "h": 3600, "d": 86400}[unit[0]])
 
 
+def address_key(address: str) -> str:
+    """Who an address is, as a client: an IPv4 address itself, an IPv6 address its /64.
+
+    Why: one IPv6 host is usually given a whole /64 and may use any address in it, so
+    keying by the full address would give it 2^64 clients' worth of rate limit, admission
+    places and connections. An IPv4-mapped IPv6 address is its IPv4 address; anything
+    that is not an address is kept as it is.
+    """
+    if ":" not in address:
+        return address  # IPv4 (or no address): the cached path's common case, no parsing
+    return _ipv6_key(address)
+
+
+@functools.lru_cache(maxsize=4096)
+def _ipv6_key(address: str) -> str:
+    try:
+        parsed = ipaddress.IPv6Address(address.strip("[]").split("%", 1)[0])
+    except ValueError:
+        return address
+    if parsed.ipv4_mapped is not None:
+        return str(parsed.ipv4_mapped)
+    return str(ipaddress.IPv6Network((parsed, 64), strict=False))
+
+
 def client_ident(request: Any) -> str:
-    """The client's address, trusting X-Forwarded-For only as far as NUM_PROXIES says.
+    """The client's address key (`address_key`), trusting X-Forwarded-For only as far as
+    NUM_PROXIES says.
 
     DRF's `get_ident`, read from META directly: building `request.headers` showed in the
     cached path's profile (docs/benchmarks.md).
     """
+    return address_key(_client_address(request))
+
+
+def _client_address(request: Any) -> str:
     remote_addr = str(request.META.get("REMOTE_ADDR", ""))
     forwarded = request.META.get("HTTP_X_FORWARDED_FOR")
     proxies = cast("int | None", settings.REST_FRAMEWORK.get("NUM_PROXIES"))

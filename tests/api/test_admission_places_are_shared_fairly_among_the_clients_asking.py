@@ -1,0 +1,106 @@
+"""Admission places are shared fairly among the clients holding them now: with n such
+clients a client may hold floor(limit / n) (at least one, at most ADMISSION_CLIENT_SHARE
+of the limit alone), so two clients cannot keep everyone else out, and a newcomer gets
+places as the others' drain. A refusal names only the asking client's own use."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from predictions import admission
+from predictions.models import PredictionRequest
+
+URL = "/api/v1/predictions/"
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def eight_in_flight(settings):
+    settings.ADMISSION_MAX_IN_FLIGHT = 8
+    settings.ADMISSION_CLIENT_SHARE = 0.5  # alone: four
+
+
+def ask(api_client, horizon: int, address: str, symbol: str = "AAPL"):
+    return api_client.post(
+        URL, {"symbol": symbol, "horizon": horizon}, format="json", REMOTE_ADDR=address
+    )
+
+
+def take(api_client, address: str, horizons: range) -> list[str]:
+    """Ask each horizon as `address`; every one must be admitted. Their ids."""
+    ids = []
+    for horizon in horizons:
+        response = ask(api_client, horizon, address)
+        assert response.status_code == 202, response.content
+        ids.append(response.json()["id"])
+    return ids
+
+
+def finish(request_id: str) -> None:
+    PredictionRequest.objects.get(id=request_id).mark_done({"stages": []})
+
+
+def numbers_in(sentence: str) -> set[int]:
+    return {int(n) for n in re.findall(r"\d+", sentence)}
+
+
+def test_one_client_alone_takes_its_configured_share_and_no_more(api_client, eight_in_flight):
+    take(api_client, "10.0.0.1", range(1, 5))
+    refused = ask(api_client, 5, "10.0.0.1")
+    assert refused.status_code == 429
+    error = refused.json()["error"]
+    assert "You already have 4 predictions in progress" in error
+    assert "your share of the service's 8 is 4 right now" in error
+
+
+def test_two_clients_take_half_each_and_a_third_still_gets_in_as_they_drain(
+    api_client, eight_in_flight
+):
+    first = take(api_client, "10.0.0.1", range(1, 5))
+    second = take(api_client, "10.0.0.2", range(5, 9))
+    assert ask(api_client, 9, "10.0.0.1").status_code == 429  # two clients: four each
+    busy = ask(api_client, 9, "10.0.0.3")
+    assert busy.status_code == 503  # every place is taken: a newcomer waits for a drain
+    assert numbers_in(busy.json()["error"]) <= {8, int(busy["Retry-After"])}
+
+    finish(first[0])  # a place drains: the newcomer's, not the first client's again
+    hog = ask(api_client, 10, "10.0.0.1")
+    assert hog.status_code == 429
+    error = hog.json()["error"]  # its own three and its share of two: nobody else's
+    assert "You already have 3 predictions in progress" in error
+    assert "is 2 right now" in error
+    assert numbers_in(error) == {3, 8, 2, int(hog["Retry-After"])}
+    assert ask(api_client, 10, "10.0.0.3").status_code == 202
+
+    finish(second[0])
+    assert ask(api_client, 11, "10.0.0.2").status_code == 429  # three of a share of two
+    assert ask(api_client, 11, "10.0.0.3").status_code == 202  # the newcomer's second
+    assert ask(api_client, 12, "10.0.0.3").status_code == 429  # but not a third
+
+
+def test_with_three_clients_each_gets_at_least_its_third(api_client, eight_in_flight):
+    for address, horizons in (
+        ("10.0.0.1", range(1, 3)),
+        ("10.0.0.2", range(3, 5)),
+        ("10.0.0.3", range(5, 7)),
+    ):
+        take(api_client, address, horizons)
+    for address in ("10.0.0.1", "10.0.0.2", "10.0.0.3"):
+        assert ask(api_client, 7, address).status_code == 429  # floor(8 / 3) = 2 each
+    assert admission.in_flight() == 6
+
+
+def test_more_clients_than_places_still_get_one_each_until_the_service_is_full(settings):
+    settings.ADMISSION_MAX_IN_FLIGHT = 2
+    settings.ADMISSION_CLIENT_SHARE = 1.0  # alone: everything
+    assert admission.admit("a1", "anon:a", 2e9, 2).admitted
+    assert admission.admit("a2", "anon:a", 2e9, 2).admitted  # alone: both places
+    admission.release("a2")
+    assert admission.admit("b1", "anon:b", 2e9, 2).admitted  # share 1 each now
+    over = admission.admit("a3", "anon:a", 2e9, 2)
+    assert over.outcome == admission.OVER_SHARE and (over.held, over.share) == (1, 1)
+    busy = admission.admit("c1", "anon:c", 2e9, 2)
+    assert busy.outcome == admission.BUSY  # under its share, but the service is full
+    assert admission.fair_share(limit=2, clients=3) == 1
