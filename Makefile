@@ -10,7 +10,7 @@ APT_INSTALL := $(SUDO) apt-get install -y -q --no-install-recommends
 .PHONY: help run test test-fast setup check lint format types imports generate migrations-check \
 	lint-playbooks browser test-hosts postgres promtool wrk token clean \
 	bench-api bench-models bench-overhead bench-events evaluate adopt-evaluation experiment soak \
-	step-load replay decisions shadow-cost request-cost cluster-bench
+	step-load replay decisions shadow-cost request-cost cluster-bench abuse
 
 help:  ## this list
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
@@ -111,6 +111,9 @@ decisions: setup  ## the shadow judge's and model health's error rates on years 
 
 shadow-cost: setup  ## warm predictions with shadow generations off, on, and judging a new recipe
 	$(PY) -m loadtests.shadow_cost $(SHADOW_COST_ARGS)
+
+abuse: setup  ## well-behaved clients with and without abusive ones beside them: answers, 5xx, p95, Redis memory, rows/hour
+	$(PY) -m loadtests.abuse $(ABUSE_ARGS)
 
 soak: setup  ## 30 minutes of mixed load; each process's memory at the start and the end (goal: < 10 % growth)
 	$(PY) -m loadtests.soak $(SOAK_ARGS)

@@ -28,7 +28,7 @@ import json
 import random
 import threading
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -90,12 +90,19 @@ class Client:
         self._slots = asyncio.Semaphore(connections)
 
     async def request(
-        self, method: str, path: str, body: bytes = b"", *, wait_s: float = 0.0
+        self,
+        method: str,
+        path: str,
+        body: bytes = b"",
+        *,
+        wait_s: float = 0.0,
+        headers: Mapping[str, str] | None = None,
     ) -> tuple[int, bytes]:
         """One request; its status and body. A keep-alive connection the server closed
         while idle (gunicorn closes them after 2 s) is retried once on a new one, as HTTP
-        clients do; anything else is raised."""
-        payload = self._payload(method, path, body)
+        clients do; anything else is raised. `headers` are sent besides the engine's own
+        (a token, or the address a trusted proxy would append)."""
+        payload = self._payload(method, path, body, headers or {})
         await self._slots.acquire()
         try:
             for attempt in range(2):
@@ -128,11 +135,16 @@ class Client:
             self._slots.release()
 
     async def json(
-        self, method: str, path: str, body: dict[str, Any] | None = None, *, wait_s: float = 0.0
+        self,
+        method: str,
+        path: str,
+        body: dict[str, Any] | None = None,
+        *,
+        wait_s: float = 0.0,
+        headers: Mapping[str, str] | None = None,
     ) -> tuple[int, dict[str, Any]]:
-        status, raw = await self.request(
-            method, path, json.dumps(body).encode() if body is not None else b"", wait_s=wait_s
-        )
+        encoded = json.dumps(body).encode() if body is not None else b""
+        status, raw = await self.request(method, path, encoded, wait_s=wait_s, headers=headers)
         try:
             return status, json.loads(raw)
         except ValueError:
@@ -143,12 +155,13 @@ class Client:
             writer.close()
         self._idle.clear()
 
-    def _payload(self, method: str, path: str, body: bytes) -> bytes:
+    def _payload(self, method: str, path: str, body: bytes, headers: Mapping[str, str]) -> bytes:
         lines = [
             f"{method} {self.prefix}{path} HTTP/1.1",
             f"Host: {self.host}:{self.port}",
             "Connection: keep-alive",
             "Content-Type: application/json",
+            *(f"{name}: {value}" for name, value in headers.items()),
         ]
         if body:
             lines.append(f"Content-Length: {len(body)}")
@@ -189,28 +202,32 @@ class Arrival:
     job: Job
 
 
-def one_request(method: str, path: str, body: bytes = b"") -> Job:
+def one_request(
+    method: str, path: str, body: bytes = b"", headers: Mapping[str, str] | None = None
+) -> Job:
     """One request, its status the outcome: the fast path's load."""
 
     async def job(client: Client) -> Outcome:
-        status, _ = await client.request(method, path, body)
+        status, _ = await client.request(method, path, body, headers=headers)
         return Outcome(200 <= status < 300, str(status))
 
     return job
 
 
-def prediction(body: dict[str, Any], max_wait_s: float) -> Job:
+def prediction(
+    body: dict[str, Any], max_wait_s: float, headers: Mapping[str, str] | None = None
+) -> Job:
     """POST, then long-poll `?wait=` until the prediction is done or failed (the steps of
     `workload.submit_and_wait`, awaited instead of blocking)."""
 
     async def job(client: Client) -> Outcome:
-        first = submitted(*await client.json("POST", PREDICTIONS, body))
+        first = submitted(*await client.json("POST", PREDICTIONS, body, headers=headers))
         if isinstance(first, Outcome):
             return first
         deadline = time.monotonic() + max_wait_s
         while True:
             path, wait = poll(first, deadline)
-            answer = await client.json("GET", path, wait_s=wait)
+            answer = await client.json("GET", path, wait_s=wait, headers=headers)
             if (final := polled(*answer, first, deadline, max_wait_s)) is not None:
                 return final
 

@@ -1,0 +1,511 @@
+"""`make abuse`: do the well-behaved clients still get their answers while others abuse?
+
+    python -m loadtests.abuse [--seconds 240] [--quick] [--root DIR] [--phases quiet,abused]
+
+Two phases, each on a fresh `make run` stack of the same settings (`loadtests.bench_api.
+Stack` with make run's rate limits, replay clock and watchlist, and NUM_PROXIES=1):
+
+* quiet: a REST client with a token (cached questions and fresh runs of its own, open
+  loop), a registered queue client (cached and uncached questions, each answer read by its
+  id) and the watchlist, as `make run` has it;
+* abused: the same, and beside them a registered queue client writing entries as large and
+  as fast as it may (`flood`), another holding consumer groups on its output stream that
+  never acknowledge (`hoarder`), and two anonymous addresses asking new questions at the
+  anonymous rate limit (`loadtests.abuse_clients`).
+
+The two anonymous addresses, and the REST client's, are sent as `X-Forwarded-For`, which
+the stack trusts (one proxy, as behind nginx): rate limits and admission key an anonymous
+client by that address, an authenticated one by its account, and the queue's clients as
+the queue consumer asks for them.
+
+Per phase: the well-behaved clients' answers that arrived, their 5xx, exact p50/p95 from
+raw latencies, the watchlist's refreshes, each Redis's used_memory peak against its
+maxmemory, the service's log lines naming Redis's memory limit, and every table's row
+growth scaled to an hour. Printed as a table with the goals, written to
+loadtests/reports/abuse-<time>/ (report.md, results.json). `--root` runs another
+checkout's stack (a `git worktree` of an older commit) with this one's measuring code.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import sqlite3
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit, urlunsplit
+
+import psutil
+import redis
+import requests
+
+from devstack import processes
+from loadtests import abuse_clients, abuse_report, engine
+from loadtests.abuse_clients import QueueAsker
+from loadtests.bench_api import REPORTS, ROOT, Stack, predict
+from loadtests.latencies import percentile
+from loadtests.procs import Interrupted, Supervisor, handle_signals
+from loadtests.rawlog import Row
+from loadtests.report import machine, save
+
+# Both phases' settings beyond make run's: the address a trusted proxy appends counts.
+SETTINGS = {"NUM_PROXIES": "1"}
+# What Stack changes for the other benchmarks and make run does not: left to the stack.
+MAKE_RUN_DEFAULTS = ("THROTTLE_ANON", "THROTTLE_USER", "THROTTLE_EXPENSIVE",
+                     "PRECOMPUTE_SYMBOLS", "MARKET_CLOCK")  # fmt: skip
+ADDRESSES = ("203.0.113.7", "198.51.100.9")  # the abusers (RFC 5737 documentation ranges)
+REST_ADDRESS = "192.0.2.10"
+QUEUE_CLIENT, FLOOD_CLIENT, HOARDER_CLIENT = "orders", "flood", "hoarder"
+WATCHED = ("AAPL", "MSFT", "GOOG")  # make run's PRECOMPUTE_SYMBOLS
+OOM_LINE = re.compile(r"\bOOM\b|maxmemory")
+
+
+@dataclass
+class MakeRunStack(Stack):
+    """A `make run` stack with make run's rate limits, clock and watchlist: Stack raises
+    the limits and stills the market for the benchmarks of the serving path."""
+
+    def env(self) -> dict[str, str]:
+        env = super().env()
+        # The checkout's own queue protocol: the virtualenv's stockserve_client is this
+        # checkout's (an editable install), which another commit's server must not import.
+        client = str(self.root / "clients" / "python")
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [client, env.get("PYTHONPATH")]))
+        for name in MAKE_RUN_DEFAULTS:
+            if name in self.extra:
+                continue
+            if name in os.environ:
+                env[name] = os.environ[name]
+            else:
+                env.pop(name, None)
+        return env
+
+
+# --- what the stack is made of
+
+
+def process_env(stack: Stack) -> dict[str, str]:
+    """The environment the stack's queue consumer runs with (its Redis URLs included)."""
+    assert stack.proc is not None
+    found: dict[str, str] = {}
+    for child in psutil.Process(stack.proc.pid).children(recursive=True):
+        try:
+            if "serve_queue" in " ".join(child.cmdline()):
+                return dict(child.environ())
+            if not found and "REDIS_URL" in (env := child.environ()):
+                found = dict(env)
+        except psutil.Error:
+            continue
+    if not found:
+        raise RuntimeError("no process of the stack names its REDIS_URL")
+    return found
+
+
+def port_of(url: str) -> int:
+    return urlsplit(url).port or 6379
+
+
+def redis_servers(stack: Stack, env: dict[str, str]) -> dict[str, str]:
+    """Each Redis of the stack and an admin URL to it: `main` (REDIS_URL), `queue`
+    (QUEUE_REDIS_URL, when the stack has one of its own), and any other redis-server the
+    stack started (its password read from the `password` file in its directory)."""
+    servers = {"main": env["REDIS_URL"]}
+    queue = env.get("QUEUE_REDIS_URL", "")
+    if queue and port_of(queue) != port_of(servers["main"]):
+        servers["queue"] = queue
+    known = {port_of(url) for url in servers.values()}
+    assert stack.proc is not None
+    for child in psutil.Process(stack.proc.pid).children(recursive=True):
+        try:
+            if child.name() != "redis-server":
+                continue
+            listening = [c.laddr.port for c in child.net_connections("tcp") if c.status == "LISTEN"]
+            password_file = Path(child.cwd()) / "password"
+        except psutil.Error:
+            continue
+        for port in set(listening) - known:
+            password = password_file.read_text().strip() if password_file.exists() else ""
+            auth = f":{password}@" if password else ""
+            servers[f"redis-{port}"] = f"redis://{auth}127.0.0.1:{port}/0"
+            known.add(port)
+    return servers
+
+
+def manage(stack: Stack, env: dict[str, str], *args: str) -> str:
+    """A management command with the environment the stack's processes have."""
+    out = subprocess.run(processes.manage(*args).argv(), cwd=stack.root, env=env,
+                         capture_output=True, text=True, check=True)  # fmt: skip
+    return out.stdout.strip()
+
+
+def register(stack: Stack, env: dict[str, str], name: str) -> str:
+    """`queue_clients add NAME`: the client's Redis URL, as an operator hands it over."""
+    printed = manage(stack, env, "queue_clients", "add", name)
+    urls = re.findall(r"redis://\S+", printed)
+    if not urls:
+        raise RuntimeError(f"queue_clients add {name} printed no URL: {printed!r}")
+    return urls[0]
+
+
+def guard_url(flood_url: str, servers: dict[str, str]) -> tuple[str, str]:
+    """The Redis the flood writes to: its name and an admin URL (the flood is held while
+    that Redis uses more than the guard, so one without a bound keeps the machine's
+    memory)."""
+    for name, url in servers.items():
+        if port_of(url) == port_of(flood_url):
+            return name, url
+    raise RuntimeError(f"the flood's Redis ({port_of(flood_url)}) is none of the stack's")
+
+
+def redacted(url: str) -> str:
+    parts = urlsplit(url)
+    return urlunsplit(parts._replace(netloc=f"{parts.hostname}:{parts.port}"))
+
+
+# --- what is measured besides the clients
+
+
+class MemorySampler:
+    """Each Redis's used_memory twice a second: the peak against its maxmemory."""
+
+    def __init__(self, servers: dict[str, str]) -> None:
+        self.clients = {n: redis.Redis.from_url(u, socket_timeout=5) for n, u in servers.items()}
+        self.peak = dict.fromkeys(servers, 0)
+        self.limits: dict[str, dict[str, Any]] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="redis-memory", daemon=True)
+
+    def start(self) -> None:
+        for name, client in self.clients.items():
+            config = client.config_get("maxmemory*")
+            self.limits[name] = {
+                "maxmemory": int(config.get("maxmemory") or 0),
+                "policy": config.get("maxmemory-policy", ""),
+            }
+        self._thread.start()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.5):
+            for name, client in self.clients.items():
+                try:
+                    used = int(client.info("memory")["used_memory"])
+                except redis.RedisError:
+                    continue
+                self.peak[name] = max(self.peak[name], used)
+
+    def stop(self) -> dict[str, dict[str, Any]]:
+        self._stop.set()
+        self._thread.join(5)
+        results = {}
+        for name, client in self.clients.items():
+            try:
+                errors = {k.removeprefix("errorstat_"): v.get("count", v) if isinstance(v, dict)
+                          else v for k, v in client.info("errorstats").items()}  # fmt: skip
+                since_start = int(client.info("memory")["used_memory_peak"])
+            except redis.RedisError as exc:
+                errors, since_start = {"unreadable": str(exc)}, 0
+            results[name] = {**self.limits.get(name, {}), "peak_used": self.peak[name],
+                             "peak_since_start": since_start, "errorstats": errors}  # fmt: skip
+        return results
+
+
+def table_counts(db: Path) -> dict[str, int]:
+    """Rows in each table of the stack's SQLite database, read-only."""
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30) as conn:
+        names = [row[0] for row in conn.execute(
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+        )]  # fmt: skip
+        return {name: conn.execute(f'SELECT COUNT(*) FROM "{name}"').fetchone()[0]
+                for name in names}  # fmt: skip
+
+
+def stored(value: str) -> datetime:
+    """A datetime as Django's SQLite backend stores it (UTC)."""
+    return datetime.fromisoformat(value).replace(tzinfo=UTC)
+
+
+def watchlist(db: Path, start: float, end: float) -> dict[str, Any]:
+    """The watchlist's refreshes started in [start, end]: how many finished done, and how
+    long each took from its row's creation to its end."""
+    with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30) as conn:
+        rows = conn.execute(
+            "SELECT status, created_at, finished_at FROM predictions_predictionrequest "
+            "WHERE precomputed AND answered_by_id IS NULL"
+        ).fetchall()
+    mine = [r for r in rows if start <= stored(r[1]).timestamp() <= end]
+    done = [(stored(f) - stored(c)).total_seconds() * 1000
+            for status, c, f in mine if status == "done" and f]  # fmt: skip
+    return {
+        "expected": len(mine),
+        "answered": len(done),
+        "statuses": dict(Counter(r[0] for r in mine)),
+        "p50_ms": percentile(done, 50),
+        "p95_ms": percentile(done, 95),
+    }
+
+
+def log_findings(logs: Path) -> dict[str, Any]:
+    """The service's log lines naming Redis's memory limit, and its ERROR lines."""
+    oom, errors = [], 0
+    for path in sorted(logs.glob("*.log")):
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            if OOM_LINE.search(line):
+                oom.append(line[:300])
+            errors += " ERROR " in line or line.startswith("Traceback")
+    return {"oom_lines": len(oom), "oom_examples": oom[:5], "error_lines": errors}
+
+
+# --- one phase
+
+
+def clients_summary(rows: list[Row], seconds: float) -> dict[str, Any]:
+    statuses = Counter(row.status for row in rows)
+    by_name: dict[str, Any] = {}
+    for name in sorted({row.name for row in rows}):
+        mine = [row for row in rows if row.name == name]
+        by_name[name] = engine.summary(mine, seconds)
+    return {
+        **engine.summary(rows, seconds),
+        "expected": len(rows),
+        "answered": sum(row.ok for row in rows),
+        "not_done": sum(not row.ok for row in rows),
+        "statuses": dict(statuses),
+        "by_question": by_name,
+        "watched_hits": "{} / {}".format(
+            sum(row.cache_hit for row in rows if row.name.endswith(" cached")),
+            sum(row.name.endswith(" cached") for row in rows),
+        ),
+    }
+
+
+def warm_up(stack: Stack, token: str, symbols: list[str], asker: QueueAsker) -> list[str]:
+    """Every symbol's models trained once, and the queue client answered once, before the
+    window: the first question on a symbol trains from nothing in either phase. The
+    symbols the service could answer (a replay's first day may leave some too few bars)."""
+    usable = []
+    for symbol in symbols:
+        try:
+            predict(stack.base, token, symbol=symbol, horizon=abuse_clients.WATCHED_HORIZON)
+        except RuntimeError as exc:
+            print(f"  {symbol} left out: {str(exc)[:120]}", flush=True)
+            continue
+        usable.append(symbol)
+    asker.input.enqueue("warm-up", symbol=usable[0], horizon=abuse_clients.WATCHED_HORIZON)
+    if asker.output.query("warm-up", timeout=120) is None:
+        raise TimeoutError("the queue client's first question got no answer in 120 s")
+    return usable
+
+
+def phase(name: str, args: argparse.Namespace, sup: Supervisor, workdir: Path) -> dict[str, Any]:
+    here = workdir / name
+    stack = MakeRunStack(sup, here / "var", here / "logs", extra=SETTINGS, root=args.root)
+    print(f"{name}: starting the stack… (logs in {here / 'logs'})", flush=True)
+    stack.start()
+    env = process_env(stack)
+    servers = redis_servers(stack, env)
+    token = manage(stack, env, "create_api_token", "abuse-rest")
+    urls = {client: register(stack, env, client)
+            for client in (QUEUE_CLIENT, FLOOD_CLIENT, HOARDER_CLIENT)}  # fmt: skip
+    offline = requests.get(f"{stack.base}/api/v1/symbols/", timeout=10).json()["offline"]
+    symbols = [item["symbol"] for item in offline]
+    asker = QueueAsker(urls[QUEUE_CLIENT], QUEUE_CLIENT, args.max_wait, prefix=name)
+    print(f"{name}: warming up {', '.join(symbols)}…", flush=True)
+    symbols = warm_up(stack, token, symbols, asker)
+
+    own = abuse_clients.own_pairs(symbols)
+    arrivals = abuse_clients.rest_arrivals(args.rest_rate, args.seconds, token, WATCHED, own,
+                                           REST_ADDRESS, args.max_wait)  # fmt: skip
+    if name == "abused":
+        pairs = abuse_clients.abuser_pairs(symbols, len(ADDRESSES))
+        arrivals += abuse_clients.anonymous_arrivals(ADDRESSES, args.anon_rate, args.seconds,
+                                                     pairs)  # fmt: skip
+    plan = abuse_clients.queue_plan(args.queue_rate, args.seconds, WATCHED, own)
+    db = here / "var" / "db.sqlite3"
+    sampler = MemorySampler(servers)
+    sampler.start()
+    epoch = time.time() + 1.0
+    counts: dict[str, dict[str, int]] = {"start": table_counts(db)}
+    end_count = threading.Timer(epoch + args.seconds - time.time(),
+                                lambda: counts.update(end=table_counts(db)))  # fmt: skip
+    end_count.start()
+    abusers = None
+    flood_redis = ""
+    if name == "abused":
+        flood_redis, admin = guard_url(urls[FLOOD_CLIENT], servers)
+        abusers = start_abusers(args, sup, here, urls, admin, epoch)
+    print(f"{name}: {args.seconds:.0f} s of load…", flush=True)
+    asker.start(plan, epoch)
+    rows: list[Row] = []
+    try:
+        engine.run(stack.base, arrivals, rows.append, drain_s=args.max_wait, start_epoch=epoch)
+        queue_rows = asker.join()
+    finally:
+        asker.close()
+        end_count.cancel()
+    abused_by = {}
+    if abusers is not None:
+        abused_by = finish_abusers(sup, abusers, here / "abusers.json", args.seconds)
+    counts.setdefault("end", table_counts(db))
+    memory = sampler.stop()
+    if flood_redis and abused_by.get("flood", {}).get("guard_hit"):
+        memory[flood_redis]["guard_hit"] = True
+    results = {
+        "window_s": args.seconds,
+        "symbols": symbols,
+        "redis_urls": {n: redacted(u) for n, u in servers.items()},
+        "rest": clients_summary([r for r in rows if r.kind == "prediction"], args.seconds),
+        "queue": clients_summary(queue_rows, args.seconds),
+        "anonymous": {
+            a: dict(Counter(r.status for r in rows if r.name == f"anonymous {a}"))
+            for a in (ADDRESSES if name == "abused" else ())
+        },  # fmt: skip
+        "watchlist": watchlist(db, epoch, epoch + args.seconds),
+        "redis": memory,
+        "abusers": abused_by,
+        "rows": {
+            **counts,
+            "per_hour": abuse_report.rows_per_hour(counts["start"], counts["end"], args.seconds),
+        },  # fmt: skip
+    }
+    stack.stop()
+    results["logs"] = log_findings(here / "logs")
+    return results
+
+
+def start_abusers(
+    args: argparse.Namespace, sup: Supervisor, here: Path, urls: dict[str, str], admin: str,
+    epoch: float,
+) -> Any:  # fmt: skip
+    argv = [sys.executable, "-m", "loadtests.abuse_clients", "--seconds",
+            str(epoch + args.seconds - time.time()), "--out", str(here / "abusers.json"),
+            "--flood-client", FLOOD_CLIENT, "--hoarder-client", HOARDER_CLIENT,
+            "--entry-kib", str(args.entry_kib), "--flood-mib-s", str(args.flood_mib_s),
+            "--guard-mib", str(args.guard_mib), "--groups", str(args.groups),
+            "--hoarder-rate", str(args.hoarder_rate)]  # fmt: skip
+    env = {**os.environ, "ABUSE_FLOOD_URL": urls[FLOOD_CLIENT],
+           "ABUSE_HOARDER_URL": urls[HOARDER_CLIENT], "ABUSE_GUARD_URL": admin}  # fmt: skip
+    return sup.start("abusers", argv, env=env, cwd=ROOT, log_path=here / "logs" / "abusers.out")
+
+
+def finish_abusers(sup: Supervisor, proc: Any, out: Path, seconds: float) -> dict[str, Any]:
+    """What the abusers did, once they stopped on their own (or were stopped)."""
+    try:
+        proc.wait(timeout=max(30.0, seconds))
+    except subprocess.TimeoutExpired:
+        sup.stop(proc)
+    else:
+        sup.children = [(n, p) for n, p in sup.children if p is not proc]
+    return json.loads(out.read_text()) if out.exists() else {"crashed": "no summary"}
+
+
+# --- the run
+
+
+def commit_of(root: Path) -> str:
+    out = subprocess.run(["git", "-C", str(root), "describe", "--always", "--dirty"],
+                         capture_output=True, text=True)  # fmt: skip
+    return out.stdout.strip() or "unknown"
+
+
+def per_second(rate: str) -> float:
+    """'120/min' -> 2.0, as the service reads a rate (the unit's first letter counts)."""
+    count, unit = rate.split("/")
+    return int(count) / {"s": 1, "m": 60, "h": 3600, "d": 86400}[unit[0]]
+
+
+def run(args: argparse.Namespace, sup: Supervisor, workdir: Path) -> dict[str, Any]:
+    results: dict[str, Any] = {
+        "date": datetime.now().strftime("%Y-%m-%d %H:%M"),
+        "command": "python -m loadtests.abuse " + " ".join(sys.argv[1:]),
+        "root": str(args.root),
+        "commit": commit_of(args.root),
+        "machine": machine(),
+        "settings": {**SETTINGS, "abusers' rate": f"{args.anon_rate:g}/s each"},
+        "options": {k: str(v) for k, v in vars(args).items()},
+        "phases": {},
+        "notes": [
+            "Anonymous clients are told apart by X-Forwarded-For, trusted with NUM_PROXIES=1 "
+            "(one proxy, as behind nginx); the REST client has a token and its own address.",
+            f"The flood writes at most {args.flood_mib_s:g} MiB/s (0: no cap): it shares this "
+            "machine's cores with the service, where a client elsewhere would be limited by "
+            f"its link; it is held while its Redis uses over {args.guard_mib:g} MiB.",
+        ],
+    }
+    for name in args.phases:
+        results["phases"][name] = phase(name, args, sup, workdir)
+    results["machine_after"] = machine()
+    return results
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=240, help="seconds of load per phase")
+    parser.add_argument("--quick", action="store_true", help="30 s phases, 2,000 groups")
+    parser.add_argument("--root", type=Path, default=ROOT, help="the checkout whose stack runs")
+    parser.add_argument("--phases", default="quiet,abused")
+    parser.add_argument("--rest-rate", type=float, default=0.2, help="REST questions per second")
+    parser.add_argument("--queue-rate", type=float, default=0.2, help="queue questions per second")
+    parser.add_argument("--anon-rate", default="120/min", help="the stack's THROTTLE_ANON")
+    parser.add_argument("--entry-kib", type=int, default=256, help="the flood's entry size")
+    parser.add_argument("--flood-mib-s", type=float, default=100.0, help="0: as fast as it can")
+    parser.add_argument("--guard-mib", type=float, default=1536.0)
+    parser.add_argument("--groups", type=int, default=20000)
+    parser.add_argument("--hoarder-rate", type=float, default=10.0)
+    parser.add_argument("--max-wait", type=float, default=120.0, help="seconds for an answer")
+    parser.add_argument("--reports", type=Path, default=REPORTS)
+    args = parser.parse_args(argv)
+    if args.quick:
+        args.seconds, args.groups = 30.0, 2000
+    args.anon_rate = per_second(args.anon_rate)
+    args.phases = [p.strip() for p in args.phases.split(",") if p.strip()]
+    if not set(args.phases) <= {"quiet", "abused"}:
+        parser.error("--phases: quiet and/or abused")
+    args.root = args.root.resolve()
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    workdir = Path(tempfile.mkdtemp(prefix="stockserve-abuse-"))
+    sup = Supervisor()
+    finished = False
+    try:
+        with handle_signals():
+            results = run(args, sup, workdir)
+        finished = True
+    except Interrupted as exc:
+        print(f"interrupted by {exc}", file=sys.stderr)
+        return 130
+    finally:
+        sup.stop_all()
+        for var in workdir.glob("*/var"):  # the databases and Redis files
+            shutil.rmtree(var, ignore_errors=True)
+        if not finished:
+            print(f"the phases' logs are kept in {workdir}", file=sys.stderr)
+    out = args.reports / f"abuse-{datetime.now():%Y%m%d-%H%M%S}"
+    for logs in workdir.glob("*/logs"):  # the stack's output and the abusers', beside it
+        shutil.copytree(logs, out / f"{logs.parent.name}-logs")
+    if set(results["phases"]) == {"quiet", "abused"}:
+        text = abuse_report.report(results)
+    else:
+        text = "One phase only: no comparison; see results.json.\n"
+    save(out, text, results)
+    shutil.rmtree(workdir, ignore_errors=True)
+    print(text)
+    print(f"Written to {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
