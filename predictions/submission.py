@@ -1,19 +1,24 @@
 """Accepting a prediction request for the pipeline: the symbol check, joining, the row.
 
 Every entry point reaches this through the gate (`workers.gate.ask`), which answers from
-the cache first (creating nothing) and dispatches what this accepts.
+the cache first (creating nothing) and dispatches what this accepts. A client asking
+through admission control has its joins counted (`predictions/follows.py`): the same
+question again while it runs gives back its own follower, and it follows at most
+JOIN_MAX_PER_CLIENT questions in flight.
 """
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db import IntegrityError, transaction
 
-from predictions import admission, progress
-from predictions.models import PredictionRequest
+from predictions import admission, follows, progress
+from predictions.models import ACTIVE, PredictionRequest
 from predictions.redis_client import epoch
 from predictions.sources import price_chain
 
@@ -45,12 +50,12 @@ class Submission:
 
 
 def join(leader: PredictionRequest, owner: Any) -> PredictionRequest:
-    """Follow an identical request in flight instead of running the pipeline twice.
+    """Follow an identical request in flight instead of running the pipeline twice."""
+    return _announce(leader, _new_follower(leader, owner))
 
-    The leader settles its followers when it finishes; a follower created just after that
-    sees the leader final on the re-read below and settles itself.
-    """
-    follower = PredictionRequest.objects.create(
+
+def _new_follower(leader: PredictionRequest, owner: Any) -> PredictionRequest:
+    return PredictionRequest.objects.create(
         symbol=leader.symbol,
         horizon=leader.horizon,
         strategy=leader.strategy,
@@ -60,12 +65,63 @@ def join(leader: PredictionRequest, owner: Any) -> PredictionRequest:
         deadline=leader.deadline,
         answered_by=leader,
     )
+
+
+def _announce(leader: PredictionRequest, follower: PredictionRequest) -> PredictionRequest:
+    """Publish the new follower. The leader settles its followers when it finishes; a
+    follower created just after that sees the leader final on the re-read and settles."""
     progress.publish_request("submitted", follower, joined=str(leader.id))
     leader.refresh_from_db(fields=["status", "error"])
     if leader.is_final:
         leader.settle_followers(leader.status, leader.error)
         follower.refresh_from_db()
     return follower
+
+
+def follow(leader: PredictionRequest, owner: Any, gate: Admission | None) -> PredictionRequest:
+    """Join `leader` as this client: its follower of that leader if it has one already,
+    else a new one while it follows fewer than JOIN_MAX_PER_CLIENT questions in flight
+    (NotAdmitted beyond). Without a gate (the watchlist) every join is a new follower."""
+    if gate is None:
+        return join(leader, owner)
+    leader_id, deadline = str(leader.id), leader.deadline.timestamp()
+    seen = follows.look(gate.client, leader_id, deadline, time.time())
+    if seen.outcome == follows.EXISTING:
+        mine = PredictionRequest.objects.filter(id=seen.follower_id).first()
+        if mine is not None:
+            return mine
+        follows.forget(gate.client, [leader_id])  # deleted by hand: follow afresh
+    elif seen.outcome == follows.FULL and _forget_ended(gate.client):
+        seen = follows.look(gate.client, leader_id, deadline, time.time())
+    if seen.outcome == follows.FULL:
+        raise NotAdmitted(_over_follows(seen.followed, gate))
+    follower = _new_follower(leader, owner)
+    kept = follows.register(gate.client, leader_id, deadline, str(follower.id), time.time())
+    if kept.outcome != follows.NEW:  # the same client won a race, or reached its bound
+        follower.delete()
+        if kept.outcome == follows.EXISTING:
+            return PredictionRequest.objects.get(id=kept.follower_id)
+        raise NotAdmitted(_over_follows(kept.followed, gate))
+    return _announce(leader, follower)
+
+
+def _forget_ended(client: str) -> bool:
+    """Drop the followed leaders that ended (most end long before their deadline); True
+    when any did."""
+    leaders = follows.followed(client)
+    running = {
+        str(pk)
+        for pk in PredictionRequest.objects.filter(id__in=leaders, status__in=ACTIVE).values_list(
+            "id", flat=True
+        )
+    }
+    ended = [leader for leader in leaders if leader not in running]
+    follows.forget(client, ended)
+    return bool(ended)
+
+
+def _over_follows(followed: int, gate: Admission) -> admission.Decision:
+    return admission.over_follows(followed, settings.JOIN_MAX_PER_CLIENT, gate.limit)
 
 
 def submit(
@@ -81,7 +137,7 @@ def submit(
     """Join an identical request in flight, or create a queued one for the caller to dispatch.
 
     With `gate`, a new request must be admitted first (joining one in flight needs no
-    place); NotAdmitted says why not.
+    place, but counts against the client's follows); NotAdmitted says why not.
     """
     owner = user if user is not None and user.is_authenticated else None
     servable, reason = price_chain().could_serve(symbol)
@@ -90,7 +146,7 @@ def submit(
     if use_cache:
         leader = PredictionRequest.objects.leader_for(symbol, horizon, strategy)
         if leader is not None:
-            return Submission(join(leader, owner), joined=True)
+            return Submission(follow(leader, owner, gate), joined=True)
     request = PredictionRequest.queued(
         symbol=symbol,
         horizon=horizon,
@@ -114,7 +170,7 @@ def submit(
         leader = PredictionRequest.objects.leader_for(symbol, horizon, strategy)
         if leader is None:
             raise
-        return Submission(join(leader, owner), joined=True)
+        return Submission(follow(leader, owner, gate), joined=True)
     except BaseException:
         admission.release(str(request.id))
         raise
