@@ -1,10 +1,12 @@
-"""The sweeper: dispatch again requests whose pipeline vanished, fail those past deadline.
+"""The sweeper: dispatch again requests whose pipeline vanished, fail those past deadline,
+and delete finished requests past their retention.
 
     python manage.py sweep_predictions            # once
     python manage.py sweep_predictions --every 10 # forever, as `make run` runs it
 
 Its own process, not a Celery task, so neither a queue's backlog nor a lost broker can
-delay it (workers/recovery.py says how it decides).
+delay it (workers/recovery.py says how it decides; predictions/retention.py what is
+deleted). Pruning runs at most every PREDICTION_PRUNE_SECONDS.
 """
 
 from __future__ import annotations
@@ -12,18 +14,24 @@ from __future__ import annotations
 import logging
 import signal
 import threading
+import time
 from typing import Any
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 from django.db import close_old_connections
 
+from predictions import retention
 from workers.recovery import sweep
 
 log = logging.getLogger(__name__)
 
 
 class Command(BaseCommand):
-    help = "Dispatch again lost prediction requests; fail those past their deadline."
+    help = (
+        "Dispatch again lost prediction requests; fail those past their deadline; delete "
+        "finished ones past PREDICTION_RETENTION_DAYS."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--every", type=float, default=0, help="seconds between sweeps")
@@ -31,6 +39,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, every: float, **options: Any) -> None:
         stop = threading.Event()
         signal.signal(signal.SIGTERM, lambda *_: stop.set())
+        prune_at = 0.0
         while True:
             try:
                 result = sweep()
@@ -39,6 +48,13 @@ class Command(BaseCommand):
                         f"{result.redispatched} dispatched again, {result.failed} failed"
                         " past their deadline."
                     )
+                if time.monotonic() >= prune_at:
+                    prune_at = time.monotonic() + settings.PREDICTION_PRUNE_SECONDS
+                    pruned = retention.prune()
+                    if pruned or not every:
+                        self.stdout.write(
+                            f"{pruned} finished requests past their retention deleted."
+                        )
             except Exception:  # a Redis or database outage: the next sweep retries
                 if not every:
                     raise
