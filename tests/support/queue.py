@@ -3,16 +3,21 @@ queue's Redis (`QUEUE_REDIS_URL`: the suite's Redis unless a test points it else
 
 from __future__ import annotations
 
+import io
+import json
 import os
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
+from django.core.management import call_command
 from stockserve_client import protocol
 
 from devstack import processes
 from devstack.supervisor import spawn
 from tests.support.processes import WORKER_LOG, database_url_for_workers, stop_process
+from workers import queue_bounds
 from workers.queue_redis import get_queue_redis
 
 
@@ -56,3 +61,39 @@ def every_question_handled() -> bool:
         if group["name"] == protocol.SERVER_GROUP.encode():
             return group["last-delivered-id"] == last and group["pending"] == 0
     return False
+
+
+def add_client(name: str) -> str:
+    """`manage.py queue_clients add NAME` in this process: the client's Redis URL."""
+    out = io.StringIO()
+    call_command("queue_clients", "add", name, stdout=out, stderr=io.StringIO())
+    return next(line for line in out.getvalue().splitlines() if line.startswith("redis://"))
+
+
+def forget_client(name: str) -> None:
+    """Its user, its registration, its keys and any cut-off, as if never added."""
+    call_command("queue_clients", "remove", name, stdout=io.StringIO(), stderr=io.StringIO())
+    redis = get_queue_redis()
+    for key in redis.scan_iter(match=f"stockserve:queue:{name}:*"):
+        redis.delete(key)
+    redis.delete(queue_bounds.usage_key(name))
+    redis.hdel(queue_bounds.CUTOFFS_KEY, name)
+
+
+@contextmanager
+def named_clients(*names: str) -> Iterator[dict[str, str]]:
+    """Registered clients (name -> Redis URL), forgotten afterwards."""
+    urls = {}
+    try:
+        for name in names:
+            urls[name] = add_client(name)
+        yield urls
+    finally:
+        for name in names:
+            forget_client(name)
+
+
+def answer_of(client: str, request_id: str) -> dict[str, Any] | None:
+    """The answer the service stored for one client's request id, if any."""
+    raw = get_queue_redis().get(protocol.client_keys(client).answer_key(request_id))
+    return json.loads(raw) if raw else None
