@@ -6,14 +6,16 @@ from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.exceptions import PermissionDenied, Throttled, ValidationError
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from predictions import market_clock, model_health, track_record
+from api.throttles import client_key
+from predictions import market_clock, model_health, rate_limits
 from predictions.forecasting.base import MAX_HORIZON
 from predictions.symbols import InvalidSymbol, normalize_symbol
+from predictions.track_record_cache import cached_track_record
 from workers.market import control
 
 MAX_WINDOW = 500
@@ -26,6 +28,20 @@ def _whole_number(request: Request, name: str, default: int, low: int, high: int
     return int(raw)
 
 
+def _charge_a_computation(request: Request) -> None:
+    """A track record that is not cached costs up to a second or more of CPU: outside
+    staff, each one computed counts in the caller's `expensive` rate (THROTTLE_EXPENSIVE)."""
+    if request.user.is_staff:
+        return
+    allowed, wait = rate_limits.allows("expensive", client_key(request))
+    if not allowed:
+        raise Throttled(
+            wait=wait,
+            detail="You asked for more track records that had to be computed than your "
+            "THROTTLE_EXPENSIVE rate allows; cached ones still answer.",
+        )
+
+
 class TrackRecord(APIView):
     """Matured forecasts of record against the prices that came, and rolling metrics."""
 
@@ -36,13 +52,15 @@ class TrackRecord(APIView):
                 "window", OpenApiTypes.INT, description=f"the last N forecasts (1-{MAX_WINDOW})"
             ),
         ],
-        responses={200: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT},
+        responses={200: OpenApiTypes.OBJECT, 400: OpenApiTypes.OBJECT, 429: OpenApiTypes.OBJECT},
         description="Every forecast the service gave for this symbol and horizon (public ones "
         "and the caller's own), each step scored when its bar came: the realized price, "
         "whether the band covered it; and per model and for the ensemble over the window: "
         "mean absolute log error, the same for no change (naive), skill = 1 - error / naive "
         "error, band coverage with n, and the mean interval score (% of the as-of close); "
-        "`health`: each model's health (a demoted model gets no weight, with the reason).",
+        "`health`: each model's health (a demoted model gets no weight, with the reason). "
+        "Served from a cache until the records change; one that must be computed counts in "
+        "the caller's THROTTLE_EXPENSIVE rate (429 beyond).",
     )
     def get(self, request: Request, symbol: str) -> Response:
         try:
@@ -51,7 +69,9 @@ class TrackRecord(APIView):
             raise ValidationError({"symbol": [str(exc)]}) from exc
         horizon = _whole_number(request, "horizon", 5, 1, MAX_HORIZON)
         window = _whole_number(request, "window", 60, 1, MAX_WINDOW)
-        body = track_record.track_record(symbol, horizon, window, request.user)
+        body = cached_track_record(
+            symbol, horizon, window, request.user, on_miss=lambda: _charge_a_computation(request)
+        )
         body["clock"] = market_clock.state().as_dict()
         body["health"] = model_health.summary(symbol)
         return Response(body)
