@@ -56,7 +56,7 @@ class Question:
 class Client:
     """Who asks: whose share of admission control it takes, and whose request it is."""
 
-    key: str  # "user:<pk>", "anon:<address>", "queue", "batch:<host>", "watchlist"
+    key: str  # "user:<pk>", "anon:<address>", "queue:<name>", "batch:<host>", "watchlist"
     user: Any = None
     admitted: bool = True  # False: exempt from admission (the watchlist defers to users itself)
     precomputed: bool = False  # asked ahead of time, not by a person
