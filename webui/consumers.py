@@ -8,6 +8,9 @@ prediction's socket follows the REST API's rule for reading that prediction.
 Group memberships live in Redis: a Redis restart forgets them and the socket would stay
 open but silent. So each consumer joins its group again every REJOIN_SECONDS (joining
 is idempotent).
+
+Every consumer is a `BoundedConsumer`: the process's bounds on open websockets, in all
+and per address, hold for every path (webui/connections.py).
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from predictions import progress
 from predictions.models import PredictionRequest
 from predictions.redis_client import get_redis, text
 from predictions.results import public_stage
+from webui import connections
 from webui.events.groups import DASHBOARD_GROUP, SNAPSHOT_KEY, request_group
 
 FORBIDDEN = 4403
@@ -36,7 +40,32 @@ RECHECK_SECONDS = 30.0
 REJOIN_SECONDS = 20.0
 
 
-class GroupMember(AsyncWebsocketConsumer):
+class BoundedConsumer(AsyncWebsocketConsumer):
+    """Counts against the process's websocket bounds from the handshake until it ends.
+
+    Beyond a bound the socket is accepted and closed at once with the code and reason, so
+    the client learns why (a close before the accept reaches it as a bare HTTP 403)."""
+
+    _refusal: connections.Refusal | None = None
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        address = connections.address_of(scope)
+        self._refusal = connections.take(address)
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            if self._refusal is None:
+                connections.give_back(address)
+
+    async def websocket_connect(self, message: dict[str, Any]) -> None:
+        if self._refusal is not None:
+            await self.accept()
+            await self.close(code=self._refusal.code, reason=self._refusal.reason)
+            return
+        await super().websocket_connect(message)
+
+
+class GroupMember(BoundedConsumer):
     """Joins `self.group` on connect and again every REJOIN_SECONDS until it disconnects."""
 
     group = ""
@@ -147,7 +176,7 @@ class PredictionConsumer(GroupMember):
         await self.send(text_data=json.dumps(update))
 
 
-class NotFoundConsumer(AsyncWebsocketConsumer):
+class NotFoundConsumer(BoundedConsumer):
     """Any other websocket path: refused with a clear code instead of a server error."""
 
     async def connect(self) -> None:

@@ -2,7 +2,9 @@
 
 Anyone may follow a symbol: what it carries is public (bars, and forecasts that were
 asked anonymously or by the watchlist; a user's own forecasts are never announced). A
-path that is not a symbol is refused with the not-found code.
+path that is not a symbol is refused with the not-found code. Its sockets count in the
+process's websocket bounds, in all and per address, as every consumer's do
+(`GroupMember` is a `BoundedConsumer`, webui/connections.py).
 """
 
 from __future__ import annotations
