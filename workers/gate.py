@@ -54,7 +54,9 @@ class Question:
 
 @dataclass(frozen=True)
 class Client:
-    """Who asks: whose share of admission control it takes, and whose request it is."""
+    """Who asks: whose share of admission control (and of joins) it takes, and whose
+    request it is. An anonymous client's address is `rate_limits.address_key`'s: an IPv4
+    address, or an IPv6 address's /64."""
 
     key: str  # "user:<pk>", "anon:<address>", "queue:<name>", "batch:<host>", "watchlist"
     user: Any = None
