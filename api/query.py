@@ -25,8 +25,11 @@ def one(request: Request, name: str, default: str = "") -> str:
 
 
 class OneValuePagination(PageNumberPagination):
-    """DRF's page numbers, with `?page=` given more than once refused."""
+    """DRF's page numbers, with `?page=` given more than once, or empty (DRF reads it as
+    page 1), refused; a page that is not a number stays DRF's 404."""
 
     def get_page_number(self, request: Any, paginator: Any) -> Any:
-        one(request, self.page_query_param)
+        name = self.page_query_param
+        if name in request.query_params and not one(request, name).strip():
+            raise ValidationError({name: [f"{name} must be a page number such as 2."]})
         return super().get_page_number(request, paginator)

@@ -22,19 +22,30 @@ UNSUPPORTED = error("The body's content type is not accepted.")
 THROTTLED = error("A rate limit, or this client's share of the service: see Retry-After.")
 UNAVAILABLE = error("The service is at capacity or a data store is unreachable: see Retry-After.")
 
-# gunicorn answers a request line (method, path and query) longer than its
-# --limit-request-line, 4094 bytes by default, with 414 before Django sees it: every
-# operation can get it, and its body is gunicorn's short HTML page, not JSON.
-URI_TOO_LONG = {
-    "description": "The path and query are longer than the web server's request-line limit "
-    "(gunicorn's 4094 bytes): the request never reached the service. Shorten it."
+# Statuses any operation can answer, whatever its view documents:
+# * 414: gunicorn answers a request line (method, path and query) longer than its
+#   --limit-request-line, 4094 bytes by default, before Django sees it; its body is
+#   gunicorn's short HTML page, not JSON.
+# * 429: every DRF view counts each call in the rate-limit windows (THROTTLE_ANON,
+#   THROTTLE_USER), reads included.
+# * 401: credentials sent with any call (a token, a session) are checked first.
+_JSON = {"application/json": {"schema": {"type": "object", "additionalProperties": {}}}}
+EVERY_OPERATION = {
+    "401": {"content": _JSON, "description": "Credentials were sent but are wrong or expired."},
+    "414": {
+        "description": "The path and query are longer than the web server's request-line "
+        "limit (gunicorn's 4094 bytes): the request never reached the service. Shorten it."
+    },
+    "429": {"content": _JSON, "description": "A rate limit: see Retry-After."},
 }
 
 
-def document_request_line_limit(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
-    """drf-spectacular post-processing hook: 414 on every operation."""
+def document_every_operations_statuses(result: dict[str, Any], **kwargs: Any) -> dict[str, Any]:
+    """drf-spectacular post-processing hook: EVERY_OPERATION's statuses on each operation
+    (an operation's own description of one wins)."""
     for operations in result.get("paths", {}).values():
         for operation in operations.values():
             if isinstance(operation, dict) and "responses" in operation:
-                operation["responses"].setdefault("414", URI_TOO_LONG)
+                for code, response in EVERY_OPERATION.items():
+                    operation["responses"].setdefault(code, response)
     return result

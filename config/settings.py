@@ -406,10 +406,10 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     # Operation ids stay named after /api/ paths now that /v1/models/ sits at the root.
     "SCHEMA_PATH_PREFIX": "/api/",
-    # 414 (gunicorn's request-line limit) on every operation (api/schema_docs.py).
+    # 401, 414 (gunicorn's request-line limit), 429 on every operation (api/schema_docs.py).
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
-        "api.schema_docs.document_request_line_limit",
+        "api.schema_docs.document_every_operations_statuses",
     ],
 }
 # TF Serving's REST API (api/tfserving/): how long a :predict call waits for the pipeline,

@@ -1,7 +1,7 @@
 """`?page=`, `?wait=` (and the other one-value parameters) given more than once, the array
-form a generated client may send, are a 400 that says so; given once they still work. The
-schema documents 414, which gunicorn answers for a request line over its limit, on every
-operation."""
+form a generated client may send, are a 400 that says so (an empty `?page=` too); given
+once they still work. The schema documents on every operation the statuses any call can
+get: 414 (gunicorn's request-line limit), 429 (the rate limits), 401 (bad credentials)."""
 
 from __future__ import annotations
 
@@ -24,6 +24,8 @@ def test_page_once_is_a_page_twice_is_a_400(reader):
     refused = reader.get(f"{LIST}?page=1&page=2")
     assert refused.status_code == 400
     assert refused.json()["error"] == "page: page may be given once; it was given 2 times."
+    empty = reader.get(f"{LIST}?page=")  # DRF read it as page 1
+    assert empty.status_code == 400 and "a page number" in empty.json()["error"]
 
 
 def test_wait_once_is_read_twice_is_a_400(client):
@@ -44,7 +46,7 @@ def test_other_one_value_parameters_refuse_repeats_too(reader, url):
     assert reader.get(url.rsplit("&", 1)[0]).status_code == 200
 
 
-def test_the_schema_documents_414_on_every_operation(client):
+def test_the_schema_documents_414_429_and_401_on_every_operation(client):
     schema = client.get("/api/schema/", HTTP_ACCEPT="application/json").json()
     operations = [
         (path, method, op)
@@ -52,8 +54,10 @@ def test_the_schema_documents_414_on_every_operation(client):
         for method, op in methods.items()
     ]
     assert len(operations) > 10
-    missing = [(path, method) for path, method, op in operations if "414" not in op["responses"]]
-    assert missing == []
+    for status in ("401", "414", "429"):
+        missing = [(path, method) for path, method, op in operations
+                   if status not in op["responses"]]  # fmt: skip
+        assert missing == [], status
     assert (
         "request-line limit"
         in schema["paths"][f"{LIST}{{id}}/"]["get"]["responses"]["414"]["description"]
