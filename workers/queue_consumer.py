@@ -120,6 +120,30 @@ class QueueConsumer:
         self.usage = queue_bounds.enforce(self.redis, list(self.clients.values()))
         cut_off = queue_bounds.cutoffs(self.redis)
         serving = {s: k for s, k in self.clients.items() if k.name not in cut_off}
+        try:
+            entries, redelivered = self._claim_and_read(serving, block_ms)
+        except redis.ResponseError as exc:
+            if "NOGROUP" not in str(exc):
+                raise
+            log.warning("queue consumer %s: a client's stream lost its group (%s); "
+                        "making it again", self.name, exc)  # fmt: skip
+            self.clients = {}  # the next refresh creates every group again
+            return
+        for keys, entry_id, fields in entries:
+            if fields:  # a claimed entry already deleted has no fields
+                again = (keys.input, _text(entry_id)) in redelivered
+                self._take_safely(keys, _text(entry_id), fields, again)
+        self._answer_finished()
+        self._keep_held()
+        self._trim_outputs()
+        if not entries and self.held:
+            time.sleep(0.2)
+
+    def _claim_and_read(
+        self, serving: dict[str, ClientKeys], block_ms: int
+    ) -> tuple[list[tuple[ClientKeys, Any, Any]], set[tuple[str, str]]]:
+        """What dead consumers left (idle QUEUE_CLAIM_IDLE s), then new entries: at most
+        QUEUE_READ_BATCH from each client's stream."""
         claim_idle_ms = settings.QUEUE_CLAIM_IDLE * 1000
         entries: list[tuple[ClientKeys, Any, Any]] = []
         redelivered: set[tuple[str, str]] = set()
@@ -140,15 +164,7 @@ class QueueConsumer:
             for stream, new in read or []:
                 keys = serving[_text(stream)]
                 entries += [(keys, entry_id, fields) for entry_id, fields in new]
-        for keys, entry_id, fields in entries:
-            if fields:  # a claimed entry already deleted has no fields
-                again = (keys.input, _text(entry_id)) in redelivered
-                self._take_safely(keys, _text(entry_id), fields, again)
-        self._answer_finished()
-        self._keep_held()
-        self._trim_outputs()
-        if not entries and self.held:
-            time.sleep(0.2)
+        return entries, redelivered
 
     def _take_safely(
         self, keys: ClientKeys, entry_id: str, raw: dict[Any, Any], redelivered: bool
