@@ -49,7 +49,9 @@ OVER_FOLLOWS = "over-follows"  # joins: the client follows JOIN_MAX_PER_CLIENT a
 # when alone. Returns {code, in flight, the client's places, the client's share}: code 0
 # admitted, 1 busy (the service is full), 2 over share. The clients holding places are
 # counted from the owners hash (at most `limit` entries), so no count can drift from the
-# places; a client both holding and asking counts once.
+# places; a client both holding and asking counts once. A client above its share hears
+# so even when the service is full (it is why others wait); one at its share hears that
+# the service is full when it is, as a client alone with every place does.
 _ADMIT = """
 local now = tonumber(ARGV[1])
 for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)) do
@@ -70,8 +72,9 @@ if mine == 0 and not redis.call('ZSCORE', KEYS[3], ARGV[4]) then clients = clien
 local limit = tonumber(ARGV[5])
 local share = math.max(1, math.min(tonumber(ARGV[6]), math.floor(limit / clients)))
 local in_flight = redis.call('ZCARD', KEYS[1])
-if mine >= share then return {2, in_flight, mine, share} end
+if mine > share then return {2, in_flight, mine, share} end
 if in_flight >= limit then return {1, in_flight, mine, share} end
+if mine >= share then return {2, in_flight, mine, share} end
 redis.call('ZADD', KEYS[1], ARGV[2], ARGV[3])
 redis.call('HSET', KEYS[2], ARGV[3], ARGV[4])
 return {0, in_flight + 1, mine + 1, share}
