@@ -40,7 +40,7 @@ class FixedWindowThrottle(BaseThrottle):
 
 
 class AnonymousThrottle(FixedWindowThrottle):
-    """Clients without credentials, by address (THROTTLE_ANON)."""
+    """Clients without credentials, by address: an IPv4 address, an IPv6 /64 (THROTTLE_ANON)."""
 
     scope = "anon"
 
