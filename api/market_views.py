@@ -11,6 +11,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from api.query import one
 from api.throttles import client_key
 from predictions import market_clock, model_health, rate_limits
 from predictions.forecasting.base import MAX_HORIZON
@@ -22,7 +23,7 @@ MAX_WINDOW = 500
 
 
 def _whole_number(request: Request, name: str, default: int, low: int, high: int) -> int:
-    raw = request.query_params.get(name, str(default))
+    raw = one(request, name, str(default))
     if not raw.isascii() or not raw.isdigit() or not low <= int(raw) <= high:
         raise ValidationError({name: [f"{name} must be a whole number from {low} to {high}."]})
     return int(raw)

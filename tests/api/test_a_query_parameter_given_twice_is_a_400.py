@@ -62,3 +62,11 @@ def test_the_schema_documents_414_429_and_401_on_every_operation(client):
         "request-line limit"
         in schema["paths"][f"{LIST}{{id}}/"]["get"]["responses"]["414"]["description"]
     )
+
+
+def test_the_track_records_horizon_and_window_are_one_value_each(api_client):
+    url = "/api/v1/symbols/AAPL/track-record/"
+    assert api_client.get(url, {"horizon": 5, "window": 10}).status_code == 200
+    twice = api_client.get(f"{url}?horizon=5&horizon=20")
+    assert twice.status_code == 400 and "given once" in twice.json()["error"]
+    assert api_client.get(f"{url}?window=5&window=6").status_code == 400
