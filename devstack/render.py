@@ -185,6 +185,7 @@ def ansible_vars() -> str:
         ),
         "stockserve_websocket_args": processes.websocket("{{ web_host }}", "{{ web_ws_port }}"),
         "stockserve_relay_args": processes.relay(),
+        "stockserve_queue_args": processes.queue(),
         "stockserve_beat_args": processes.beat("{{ stockserve_prefix }}/var/celerybeat-schedule"),
         "stockserve_sweeper_args": processes.sweeper("{{ scheduler_sweep_interval }}"),
         "stockserve_worker_args": processes.worker(
