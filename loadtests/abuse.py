@@ -1,6 +1,6 @@
 """`make abuse`: do the well-behaved clients still get their answers while others abuse?
 
-    python -m loadtests.abuse [--seconds 240] [--quick] [--root DIR] [--phases quiet,abused]
+    python -m loadtests.abuse [--seconds 300] [--quick] [--root DIR] [--phases quiet,abused]
 
 Two phases, each on a fresh `make run` stack of the same settings (`loadtests.bench_api.
 Stack` with make run's rate limits, replay clock and watchlist, and NUM_PROXIES=1):
@@ -68,6 +68,7 @@ ADDRESSES = ("203.0.113.7", "198.51.100.9")  # the abusers (RFC 5737 documentati
 REST_ADDRESS = "192.0.2.10"
 QUEUE_CLIENT, FLOOD_CLIENT, HOARDER_CLIENT = "orders", "flood", "hoarder"
 WATCHED = ("AAPL", "MSFT", "GOOG")  # make run's PRECOMPUTE_SYMBOLS
+ACTIVE = ("queued", "running")  # a request that has not ended yet
 OOM_LINE = re.compile(r"\bOOM\b|maxmemory")
 
 
@@ -235,15 +236,26 @@ def stored(value: str) -> datetime:
     return datetime.fromisoformat(value).replace(tzinfo=UTC)
 
 
-def watchlist(db: Path, start: float, end: float) -> dict[str, Any]:
-    """The watchlist's refreshes started in [start, end]: how many finished done, and how
-    long each took from its row's creation to its end."""
+def refreshes(db: Path, start: float, end: float) -> list[tuple[str, str, str | None]]:
+    """The watchlist's own requests (not joins) created in [start, end]: status, created
+    and finished."""
     with sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30) as conn:
         rows = conn.execute(
             "SELECT status, created_at, finished_at FROM predictions_predictionrequest "
             "WHERE precomputed AND answered_by_id IS NULL"
         ).fetchall()
-    mine = [r for r in rows if start <= stored(r[1]).timestamp() <= end]
+    return [r for r in rows if start <= stored(r[1]).timestamp() <= end]
+
+
+def watchlist(db: Path, start: float, end: float, timeout: float) -> dict[str, Any]:
+    """The watchlist's refreshes started in [start, end], once each has ended (or
+    `timeout` passed): how many finished done, and how long each took from its row's
+    creation to its end."""
+    deadline = time.monotonic() + timeout
+    mine = refreshes(db, start, end)
+    while any(r[0] in ACTIVE for r in mine) and time.monotonic() < deadline:
+        time.sleep(1)
+        mine = refreshes(db, start, end)
     done = [(stored(f) - stored(c)).total_seconds() * 1000
             for status, c, f in mine if status == "done" and f]  # fmt: skip
     return {
@@ -323,7 +335,7 @@ def phase(name: str, args: argparse.Namespace, sup: Supervisor, workdir: Path) -
     print(f"{name}: warming up {', '.join(symbols)}…", flush=True)
     symbols = warm_up(stack, token, symbols, asker)
 
-    own = abuse_clients.own_pairs(symbols)
+    own = abuse_clients.own_pairs([s for s in WATCHED if s in symbols])
     arrivals = abuse_clients.rest_arrivals(args.rest_rate, args.seconds, token, WATCHED, own,
                                            REST_ADDRESS, args.max_wait)  # fmt: skip
     if name == "abused":
@@ -370,7 +382,7 @@ def phase(name: str, args: argparse.Namespace, sup: Supervisor, workdir: Path) -
             a: dict(Counter(r.status for r in rows if r.name == f"anonymous {a}"))
             for a in (ADDRESSES if name == "abused" else ())
         },  # fmt: skip
-        "watchlist": watchlist(db, epoch, epoch + args.seconds),
+        "watchlist": watchlist(db, epoch, epoch + args.seconds, args.max_wait),
         "redis": memory,
         "abusers": abused_by,
         "rows": {
@@ -390,7 +402,7 @@ def start_abusers(
     argv = [sys.executable, "-m", "loadtests.abuse_clients", "--seconds",
             str(epoch + args.seconds - time.time()), "--out", str(here / "abusers.json"),
             "--flood-client", FLOOD_CLIENT, "--hoarder-client", HOARDER_CLIENT,
-            "--entry-kib", str(args.entry_kib), "--flood-mib-s", str(args.flood_mib_s),
+            "--entry-bytes", str(args.entry_bytes), "--flood-mib-s", str(args.flood_mib_s),
             "--guard-mib", str(args.guard_mib), "--groups", str(args.groups),
             "--hoarder-rate", str(args.hoarder_rate)]  # fmt: skip
     env = {**os.environ, "ABUSE_FLOOD_URL": urls[FLOOD_CLIENT],
@@ -450,14 +462,14 @@ def run(args: argparse.Namespace, sup: Supervisor, workdir: Path) -> dict[str, A
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=240, help="seconds of load per phase")
-    parser.add_argument("--quick", action="store_true", help="30 s phases, 2,000 groups")
+    parser.add_argument("--seconds", type=float, default=300, help="seconds of load per phase")
+    parser.add_argument("--quick", action="store_true", help="60 s phases, 2,000 groups")
     parser.add_argument("--root", type=Path, default=ROOT, help="the checkout whose stack runs")
     parser.add_argument("--phases", default="quiet,abused")
-    parser.add_argument("--rest-rate", type=float, default=0.2, help="REST questions per second")
-    parser.add_argument("--queue-rate", type=float, default=0.2, help="queue questions per second")
+    parser.add_argument("--rest-rate", type=float, default=0.1, help="REST questions per second")
+    parser.add_argument("--queue-rate", type=float, default=0.1, help="queue questions per second")
     parser.add_argument("--anon-rate", default="120/min", help="the stack's THROTTLE_ANON")
-    parser.add_argument("--entry-kib", type=int, default=256, help="the flood's entry size")
+    parser.add_argument("--entry-bytes", type=int, default=256 * 1024, help="the flood's entries")
     parser.add_argument("--flood-mib-s", type=float, default=100.0, help="0: as fast as it can")
     parser.add_argument("--guard-mib", type=float, default=1536.0)
     parser.add_argument("--groups", type=int, default=20000)
@@ -466,7 +478,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--reports", type=Path, default=REPORTS)
     args = parser.parse_args(argv)
     if args.quick:
-        args.seconds, args.groups = 30.0, 2000
+        args.seconds, args.groups = 60.0, 2000
     args.anon_rate = per_second(args.anon_rate)
     args.phases = [p.strip() for p in args.phases.split(",") if p.strip()]
     if not set(args.phases) <= {"quiet", "abused"}:

@@ -12,8 +12,9 @@ latency counts from it):
 Abusive (`python -m loadtests.abuse_clients`, a process of its own so its work does not
 share the measuring process's interpreter):
 
-* `flood`: a registered queue client writing entries as large as `--entry-kib` to its
-  input stream and, while its Redis user may, to another key under its prefix, at most
+* `flood`: a registered queue client writing entries of `--entry-bytes` (fields and
+  values together) to its input stream and, while its Redis user may, to another key
+  under its prefix, at most
   `--flood-mib-s` (0: as fast as it can); held while the Redis it writes to uses more
   than `--guard-mib`, so a Redis without a bound cannot take the machine's memory;
 * `hoarder`: a registered queue client creating `--groups` consumer groups on its output
@@ -214,15 +215,26 @@ def used_memory(admin: redis.Redis | None) -> int | None:
         return None
 
 
+def flood_entry(request_id: str, size: int) -> dict[str, bytes]:
+    """An entry of `size` bytes, its fields' names and values together: a question (the
+    watchlist's, answered from the cache) padded to the size, or only a pad."""
+    fields = {"pad": b""}
+    if request_id:
+        fields = {"request_id": request_id.encode(), "symbol": b"AAPL",
+                  "horizon": str(WATCHED_HORIZON).encode(), **fields}  # fmt: skip
+    used = sum(len(name) + len(value) for name, value in fields.items())
+    fields["pad"] = b"x" * max(0, size - used)
+    return fields
+
+
 def flood(
     url: str, client: str, admin: redis.Redis | None, args: argparse.Namespace,
     until: float, stop: threading.Event,
 ) -> dict[str, Any]:  # fmt: skip
-    """Writes `args.entry_kib` entries: questions with a pad on its input stream and pads
-    on another key of its prefix, in turn, while its user may write there."""
+    """Writes entries of `args.entry_bytes`: questions with a pad on its input stream and
+    pads on another key of its prefix, in turn, while its user may write there."""
     keys = protocol.client_keys(client)
     server = redis.Redis.from_url(url, socket_timeout=10, socket_connect_timeout=5)
-    pad = b"x" * (args.entry_kib * 1024)
     targets = [keys.input, f"stockserve:queue:{client}:junk"]
     errors: Counter[str] = Counter()
     written = junk = n = 0
@@ -239,10 +251,7 @@ def flood(
                 continue
         target = targets[n % len(targets)]
         n += 1
-        fields: dict[str, Any] = {"pad": pad}
-        if target == keys.input:
-            fields = {"request_id": f"flood-{n}", "symbol": "AAPL",
-                      "horizon": str(WATCHED_HORIZON), **fields}  # fmt: skip
+        fields = flood_entry(f"flood-{n}" if target == keys.input else "", args.entry_bytes)
         try:
             server.xadd(target, fields)  # type: ignore[arg-type]
             written += 1
@@ -254,13 +263,13 @@ def flood(
         except redis.RedisError as exc:  # cut off: try again a moment later, as a client would
             errors[error_kind(exc)] += 1
             time.sleep(0.5)
-        pace.add(len(pad))
+        pace.add(args.entry_bytes)
     return {
-        "entry_bytes": len(pad),
+        "entry_bytes": args.entry_bytes,
         "mib_s_cap": args.flood_mib_s,
         "written": written,
         "junk_written": junk,
-        "written_bytes": written * len(pad),
+        "written_bytes": written * args.entry_bytes,
         "errors": dict(errors),
         "guard_hit": guard_hit,
         "junk_allowed_to_the_end": len(targets) == 2,
@@ -364,7 +373,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--out", type=Path, required=True, help="where the summary goes (JSON)")
     parser.add_argument("--flood-client", default="flood")
     parser.add_argument("--hoarder-client", default="hoarder")
-    parser.add_argument("--entry-kib", type=int, default=256)
+    parser.add_argument("--entry-bytes", type=int, default=256 * 1024)
     parser.add_argument("--flood-mib-s", type=float, default=100.0)
     parser.add_argument("--guard-mib", type=float, default=1536.0)
     parser.add_argument("--groups", type=int, default=20000)

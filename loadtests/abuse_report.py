@@ -191,7 +191,7 @@ def abuser_lines(abused: Mapping[str, Any]) -> list[str]:
         errors = ", ".join(f"{k} {v:,}" for k, v in sorted(flood["errors"].items())) or "none"
         cap = f"at most {flood['mib_s_cap']:g} MiB/s" if flood["mib_s_cap"] else "no rate cap"
         lines.append(
-            f"* flood ({flood['entry_bytes'] // 1024} KiB entries, {cap}"
+            f"* flood ({flood['entry_bytes']:,}-byte entries, {cap}"
             f"): {flood['written']:,} entries written ({flood['written_bytes'] / MIB:,.0f} MiB), "
             f"{flood['junk_written']:,} of them to a key beside its streams; refused: {errors}"
             + ("; held at the benchmark's memory guard" if flood.get("guard_hit") else "")
