@@ -28,7 +28,9 @@ def start(tmp_path, **env: str) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.mark.parametrize(
-    "token", [EXAMPLE, "change-me", "Q7x" + secrets.token_urlsafe(20)[:28], "ab" * 20]
+    "token",
+    [EXAMPLE, "change-me", "Q7xw2LpV9rKdZt4HmYbN8cXfJ3sE6u", "ab" * 20],
+    ids=["example", "placeholder", "short-31", "repetitive"],
 )
 def test_production_refuses_an_example_short_or_repetitive_token(tmp_path, token):
     run = start(tmp_path, DEPLOYMENT="production", METRICS_TOKEN=token)
