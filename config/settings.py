@@ -252,7 +252,8 @@ PRECOMPUTE_HORIZONS = [
 PRECOMPUTE_EVERY = env_int("PRECOMPUTE_EVERY", 600, minimum=1)
 PRECOMPUTE_CHECK_SECONDS = env_int("PRECOMPUTE_CHECK_SECONDS", 20, minimum=1)
 PRECOMPUTE_MAX_IN_FLIGHT = env_int("PRECOMPUTE_MAX_IN_FLIGHT", 2, minimum=1)
-# Celery's Redis transport pops priority 0 (every user's task) before 9.
+# Celery's Redis transport pops priority 0 (every client's first place) before 3 (a
+# client's second place), 6 (its third and later) and 9 (the watchlist).
 PRECOMPUTE_PRIORITY = 9
 # --- The market clock (predictions/market_clock.py): `live` follows the wall clock and the
 # providers' new bars; `replay` serves the offline sample only up to the clock's date and

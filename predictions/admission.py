@@ -12,9 +12,12 @@ The share is fair among the clients asking now: with n of them (those holding pl
 those refused for a full service who were told to come back and whose Retry-After has
 not passed, and the asking one) a client may take a place only while it holds fewer
 than floor(limit / n), at least one, and never more than ADMISSION_CLIENT_SHARE of the
-limit. A fixed half per client let two clients hold every place; with the fair share a
-newcomer gets places as the others' drain (pipelines end in seconds), because a client
-over its share is refused more while the newcomer waits to come back. Alone, a client
+limit. A fixed half per client let two clients hold every place. A newcomer under its
+share is admitted at once, even past the limit (never past twice it): the clients that
+took the places while they were fewer now hold more than their share and are refused
+until they drain to it, so the service returns under its limit within a pipeline's time
+(seconds) and the newcomer never waits behind them. Only with more clients than places
+does a newcomer wait for a drain. Alone, a client
 gets ADMISSION_CLIENT_SHARE (half by default), not all: the other half lets a newcomer
 in at once instead of after a drain; a deployment with a single client (a batch, a
 load test) sets it to 1.
@@ -51,7 +54,11 @@ OVER_FOLLOWS = "over-follows"  # joins: the client follows JOIN_MAX_PER_CLIENT a
 # counted from the owners hash (at most `limit` entries), so no count can drift from the
 # places; a client both holding and asking counts once. A client above its share hears
 # so even when the service is full (it is why others wait); one at its share hears that
-# the service is full when it is, as a client alone with every place does.
+# the service is full when it is, as a client alone with every place does. One under its
+# share is admitted even when the service is full, while there are no more clients than
+# places: the others hold more than their share now and are refused until they drain to
+# it, so the excess is theirs, ends within a pipeline's time, and never passes twice the
+# limit. With more clients than places a newcomer waits for a drain.
 _ADMIT = """
 local now = tonumber(ARGV[1])
 for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)) do
@@ -73,8 +80,13 @@ local limit = tonumber(ARGV[5])
 local share = math.max(1, math.min(tonumber(ARGV[6]), math.floor(limit / clients)))
 local in_flight = redis.call('ZCARD', KEYS[1])
 if mine > share then return {2, in_flight, mine, share} end
-if in_flight >= limit then return {1, in_flight, mine, share} end
-if mine >= share then return {2, in_flight, mine, share} end
+if mine >= share then
+  if in_flight >= limit then return {1, in_flight, mine, share} end
+  return {2, in_flight, mine, share}
+end
+if in_flight >= limit and (math.floor(limit / clients) < 1 or in_flight >= 2 * limit) then
+  return {1, in_flight, mine, share}
+end
 redis.call('ZADD', KEYS[1], ARGV[2], ARGV[3])
 redis.call('HSET', KEYS[2], ARGV[3], ARGV[4])
 return {0, in_flight + 1, mine + 1, share}

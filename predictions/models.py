@@ -187,6 +187,10 @@ class PredictionRequest(models.Model):
     attempts = models.PositiveSmallIntegerField(default=1)
     dispatched_at = models.DateTimeField(null=True, blank=True)
     dispatch_epoch = models.CharField(max_length=32, blank=True)
+    # Not stored: which of its client's admission places this request took (1: its first),
+    # so its tasks can wait behind other clients' first ones (workers.signatures.priority).
+    # A request dispatched again by the sweeper goes as a first place.
+    place: int = 1
 
     objects = PredictionQuerySet.as_manager()
 

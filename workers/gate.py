@@ -60,7 +60,7 @@ class Client:
 
     key: str  # "user:<pk>", "anon:<address>", "queue:<name>", "batch:<host>", "watchlist"
     user: Any = None
-    admitted: bool = True  # False: exempt from admission (the watchlist defers to users itself)
+    admitted: bool = True  # False: exempt from admission (a demoted model's retraining)
     precomputed: bool = False  # asked ahead of time, not by a person
 
 

@@ -45,9 +45,21 @@ def route_task(name: str, args: Any, kwargs: Any, options: Any, **extra: Any) ->
     return {"queue": DEFAULT_QUEUES.get(name, routing.CPU)}
 
 
+# Celery's Redis transport keeps a list per priority step (0, 3, 6, 9) and pops 0 first.
+PLACE_PRIORITY_STEP = 3
+
+
 def priority(request: PredictionRequest) -> dict[str, int]:
-    """A precomputed request's tasks wait behind every user's (Redis pops priority 0 first)."""
-    return {"priority": settings.PRECOMPUTE_PRIORITY} if request.precomputed else {}
+    """Fair queueing at the broker: a client's first pipeline goes at the default priority,
+    its second behind every client's first, its third and later behind those; a precomputed
+    request's tasks wait behind every user's. So a client asking once is served next, not
+    after the pipelines of a client that holds many places."""
+    if request.precomputed:
+        return {"priority": settings.PRECOMPUTE_PRIORITY}
+    if request.place > 1:
+        step = PLACE_PRIORITY_STEP * min(request.place - 1, 2)
+        return {"priority": step}
+    return {}
 
 
 def _header(name: str, args: tuple[Any, ...], queue: str, request: PredictionRequest) -> Signature:

@@ -4,10 +4,13 @@ Online serving answers a question when it is asked; batch answers a list of them
 time. The watchlist (PRECOMPUTE_SYMBOLS x PRECOMPUTE_HORIZONS) is the hybrid: beat calls
 `refresh` every PRECOMPUTE_CHECK_SECONDS, and each question whose answer is missing, older
 than PRECOMPUTE_EVERY or older than the newest bar is run through the ordinary pipeline,
-so a user asking it gets a cache hit. Users come first, twice over: a refresh starts
-nothing while any user's request is in flight, and what it starts goes to the broker at
-the lowest priority (`workers.signatures.priority`), so a user's tasks that arrive later
-are still taken first.
+so a user asking it gets a cache hit. The watchlist is one client of admission control,
+with its fair share like any other (at most PRECOMPUTE_MAX_IN_FLIGHT of its own), and
+what it starts goes to the broker at the lowest priority (`workers.signatures.priority`),
+so users' tasks that arrive later are still taken first. It used to start nothing while
+any user's request was in flight: then two anonymous addresses asking without pause kept
+every watched answer stale, and users asking the watched questions went to the pipeline
+too.
 """
 
 from __future__ import annotations
@@ -29,10 +32,8 @@ from workers import gate
 from workers.gate import Client, Question
 
 log = logging.getLogger(__name__)
-# The watchlist asks through the same gate as users, exempt from admission control: it
-# already starts nothing while any user's request is in flight, and at most
-# PRECOMPUTE_MAX_IN_FLIGHT of its own.
-WATCHLIST = Client("watchlist", admitted=False, precomputed=True)
+# The watchlist asks through the same gate as users, as a client of its own.
+WATCHLIST = Client("watchlist", precomputed=True)
 # Daily bars change once a day: looking for new ones every 5 minutes per symbol is plenty.
 BARS_CHECK_SECONDS = 300
 
@@ -79,9 +80,6 @@ def _newest_bar(symbol: str) -> date | None:
 def refresh() -> Refresh:
     outcome = Refresh()
     in_flight = PredictionRequest.objects.in_flight()
-    if in_flight.filter(precomputed=False).exists():
-        outcome.deferred = "users' requests are in flight"
-        return outcome
     places = settings.PRECOMPUTE_MAX_IN_FLIGHT - in_flight.filter(precomputed=True).count()
     for symbol, horizon in questions():
         answer = PredictionRequest.objects.answer_for(symbol, horizon)
@@ -95,12 +93,15 @@ def refresh() -> Refresh:
             outcome.deferred = f"{settings.PRECOMPUTE_MAX_IN_FLIGHT} precomputations in flight"
             break
         asked = gate.ask(Question(symbol, horizon, cached=False), WATCHLIST)
+        if isinstance(asked, gate.Refused):  # the service is full, or its share is
+            outcome.deferred = asked.reason
+            break
         if isinstance(asked, gate.Unservable):
             outcome.unavailable.append(f"{symbol}: {asked.reason}")
             continue
         if isinstance(asked, gate.Queued) and not asked.joined:  # joined: asked a moment ago
             places -= 1
         outcome.started.append(f"{symbol} h={horizon} ({reason})")
-    if outcome.started or outcome.unavailable:
+    if outcome.started or outcome.unavailable or (outcome.deferred and places > 0):
         log.info("watchlist: %s", outcome)
     return outcome

@@ -39,9 +39,9 @@ def test_a_client_over_its_share_is_told_to_come_back(api_client, four_in_flight
 
 
 def test_a_full_service_refuses_new_work_with_503(api_client, four_in_flight):
-    for address, horizon in (("10.0.0.1", 1), ("10.0.0.1", 2), ("10.0.0.2", 3), ("10.0.0.2", 4)):
+    for address, horizon in (("10.0.0.1", 1), ("10.0.0.2", 2), ("10.0.0.3", 3), ("10.0.0.4", 4)):
         assert ask(api_client, horizon, address).status_code == 202
-    refused = ask(api_client, 5, address="10.0.0.3")
+    refused = ask(api_client, 5, address="10.0.0.5")  # five clients for four places
     assert_refused(refused, 503, "at capacity (4 predictions in progress)")
     assert PredictionRequest.objects.count() == 4  # nothing was created for it
 

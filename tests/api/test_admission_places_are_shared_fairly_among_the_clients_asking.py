@@ -1,7 +1,8 @@
 """Admission places are shared fairly among the clients holding them now: with n such
 clients a client may hold floor(limit / n) (at least one, at most ADMISSION_CLIENT_SHARE
-of the limit alone), so two clients cannot keep everyone else out, and a newcomer gets
-places as the others' drain. A refusal names only the asking client's own use."""
+of the limit alone), so two clients cannot keep everyone else out: a newcomer under its
+share is admitted at once, past the limit if need be, while the others are refused until
+they drain to theirs. A refusal names only the asking client's own use."""
 
 from __future__ import annotations
 
@@ -55,31 +56,48 @@ def test_one_client_alone_takes_its_configured_share_and_no_more(api_client, eig
     assert "your share of the service's 8 is 4 right now" in error
 
 
-def test_two_clients_take_half_each_and_a_third_still_gets_in_as_they_drain(
-    api_client, eight_in_flight
-):
+def test_two_clients_take_half_each_and_a_third_gets_in_at_once(api_client, eight_in_flight):
     first = take(api_client, "10.0.0.1", range(1, 5))
-    second = take(api_client, "10.0.0.2", range(5, 9))
+    take(api_client, "10.0.0.2", range(5, 9))
     at_share = ask(api_client, 9, "10.0.0.1")  # two clients: four each, and all taken
     assert at_share.status_code == 503 and "at capacity" in at_share.json()["error"]
-    busy = ask(api_client, 9, "10.0.0.3")
-    assert busy.status_code == 503  # every place is taken: a newcomer waits for a drain
-    assert numbers_in(busy.json()["error"]) <= {8, int(busy["Retry-After"])}
 
-    finish(first[0])  # a place drains: the newcomer's, not the first client's again
+    newcomer = ask(api_client, 9, "10.0.0.3")  # three clients: two each, and it holds none
+    assert newcomer.status_code == 202, newcomer.content
+    assert admission.in_flight() == 9  # past the limit, by the others' excess
     hog = ask(api_client, 10, "10.0.0.1")
     assert hog.status_code == 429
-    error = hog.json()["error"]  # its own three and its share of two: nobody else's
-    assert "You already have 3 predictions in progress" in error
+    error = hog.json()["error"]  # its own four and its share of two: nobody else's
+    assert "You already have 4 predictions in progress" in error
     assert "is 2 right now" in error
-    assert numbers_in(error) == {3, 8, 2, int(hog["Retry-After"])}
-    assert ask(api_client, 10, "10.0.0.3").status_code == 202
+    assert numbers_in(error) == {4, 8, 2, int(hog["Retry-After"])}
+    assert ask(api_client, 10, "10.0.0.3").status_code == 202  # the newcomer's second
+    at_its_share = ask(api_client, 11, "10.0.0.3")  # its two, and the service past full
+    assert at_its_share.status_code == 503 and "at capacity" in at_its_share.json()["error"]
 
-    finish(second[0])
-    assert ask(api_client, 11, "10.0.0.2").status_code == 429  # three of a share of two
-    assert ask(api_client, 11, "10.0.0.3").status_code == 202  # the newcomer's second
-    finish(first[1])  # a place is free, but not for a third of the newcomer's
-    assert ask(api_client, 12, "10.0.0.3").status_code == 429
+    for request_id in first[:2]:  # the first client drains to its share: still refused
+        finish(request_id)
+    assert ask(api_client, 11, "10.0.0.1").status_code == 503
+    finish(first[2])  # under its share now
+    assert ask(api_client, 11, "10.0.0.1").status_code == 202
+
+
+def test_newcomers_get_in_until_there_are_more_clients_than_places(settings):
+    settings.ADMISSION_CLIENT_SHARE = 1.0  # alone: everything
+    assert all(admission.admit(f"a{i}", "anon:a", 2e9, 4).admitted for i in range(4))
+    assert admission.admit("b1", "anon:b", 2e9, 4).admitted  # share 2, past the limit
+    assert admission.admit("b2", "anon:b", 2e9, 4).admitted
+    assert admission.admit("c1", "anon:c", 2e9, 4).admitted  # share 1 of 4
+    assert admission.admit("d1", "anon:d", 2e9, 4).admitted  # 8 in flight: twice the limit
+    late = admission.admit("e1", "anon:e", 2e9, 4)
+    assert late.outcome == admission.BUSY  # more clients than places: it waits for a drain
+    assert admission.admit("a5", "anon:a", 2e9, 4).outcome == admission.OVER_SHARE
+    assert admission.in_flight() == 8
+    for held in ("a0", "a1", "a2"):  # the first client drains to its share of one
+        admission.release(held)
+    assert admission.admit("e1", "anon:e", 2e9, 4).outcome == admission.BUSY  # still five
+    admission.release("a3")  # four clients for four places: the newcomer gets its one
+    assert admission.admit("e1", "anon:e", 2e9, 4).admitted
 
 
 def test_with_three_clients_each_gets_at_least_its_third(api_client, eight_in_flight):

@@ -142,7 +142,7 @@ def test_at_capacity_every_entry_point_meets_the_same_refusal(api_client, client
     assert busy in streamed["error"]
     assert isinstance(batched, gate.Refused) and busy in batched.reason
     assert PredictionRequest.objects.count() == before  # a refusal creates nothing
-    # The watchlist is exempt by an argument of the same gate, not by a path of its own.
-    assert watchlist.WATCHLIST.admitted is False
+    # The watchlist is a client of the same gate and meets the same refusal.
     outcome = gate.ask(gate.Question("MSFT", 3, cached=False), watchlist.WATCHLIST)
-    assert isinstance(outcome, gate.Queued) and outcome.request.precomputed
+    assert isinstance(outcome, gate.Refused) and busy in outcome.reason
+    assert PredictionRequest.objects.count() == before

@@ -1,4 +1,5 @@
-"""The watchlist's rules, without a worker: what counts as stale, and users come first."""
+"""The watchlist's rules, without a worker: what counts as stale, its share of admission
+control, and users' tasks ahead of its own at the broker."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ from datetime import date, timedelta
 import pytest
 from django.utils import timezone
 
+from predictions import admission
 from predictions.models import PredictionRequest
 from workers import signatures, watchlist
 
@@ -32,15 +34,24 @@ def test_an_answer_is_stale_when_missing_behind_new_bars_or_old(settings):
     assert watchlist.stale_reason(answered(10, bar), lambda: None) == ""  # not looked up
 
 
-def test_nothing_is_precomputed_while_a_users_request_is_in_flight(settings):
-    settings.PRECOMPUTE_SYMBOLS, settings.PRECOMPUTE_HORIZONS = ["AAPL"], [5]
+def test_the_watchlist_takes_its_share_beside_users_and_waits_when_the_service_is_full(
+    settings,
+):
+    settings.PRECOMPUTE_SYMBOLS, settings.PRECOMPUTE_HORIZONS = ["AAPL", "IBM"], [5]
+    settings.ADMISSION_MAX_IN_FLIGHT = 2
     user = PredictionRequest.queued(symbol="MSFT", horizon=2, strategy="chord")
     user.save()
+    assert admission.admit(str(user.id), "anon:10.0.0.1", 2e9, 2).admitted
 
-    outcome = watchlist.refresh()
+    beside = watchlist.refresh()  # two clients, two places: one is the watchlist's
 
-    assert outcome.deferred == "users' requests are in flight" and outcome.started == []
-    assert not PredictionRequest.objects.filter(precomputed=True).exists()
+    assert beside.started == ["AAPL h=5 (no answer yet)"]
+    assert "at capacity (2 predictions in progress)" in beside.deferred  # IBM waits
+    assert PredictionRequest.objects.filter(precomputed=True).count() == 1
+
+    assert admission.admit("another", "anon:10.0.0.2", 2e9, 2).outcome == admission.BUSY
+    full = watchlist.refresh()  # three clients for two places: the watchlist waits
+    assert full.started == [] and "at capacity" in full.deferred
 
 
 def test_precomputed_tasks_go_at_the_lowest_priority_and_users_at_the_default(settings):
@@ -57,3 +68,14 @@ def test_new_bars_are_looked_up_at_most_once_per_interval_per_symbol():
     assert first is not None and first.year == 2013
     assert watchlist._newest_bar("AAPL") is None  # within BARS_CHECK_SECONDS: no fetch
     assert watchlist._newest_bar("MSFT") is not None  # another symbol has its own interval
+
+
+def test_a_clients_later_places_wait_behind_every_clients_first(settings):
+    first = PredictionRequest.queued(symbol="AAPL", horizon=5, strategy="chord")
+    second = PredictionRequest.queued(symbol="MSFT", horizon=5, strategy="chord")
+    fifth = PredictionRequest.queued(symbol="IBM", horizon=5, strategy="chord")
+    second.place, fifth.place = 2, 5
+    assert "priority" not in signatures.fetch_prices(first).options
+    assert signatures.fetch_prices(second).options["priority"] == 3
+    assert signatures.callback("x", second).options["priority"] == 3
+    assert signatures.fetch_prices(fifth).options["priority"] == 6  # below the watchlist's 9
