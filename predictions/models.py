@@ -177,8 +177,8 @@ class PredictionRequest(models.Model):
     joinable = models.BooleanField(default=False)
     # Served to others as a cached answer: the answer to a public question, readable by id.
     shared = models.BooleanField(default=False)
-    # Asked by the watchlist (workers/watchlist.py), not by a person: its tasks go at the
-    # broker's lowest priority, and its answer says it was precomputed.
+    # Asked by the watchlist (workers/watchlist.py), not by a person: its tasks go behind
+    # users' first pipelines at the broker, and its answer says it was precomputed.
     precomputed = models.BooleanField(
         default=False, help_text="Computed ahead of time for the watchlist, not asked by a person."
     )

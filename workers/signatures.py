@@ -52,8 +52,8 @@ PLACE_PRIORITY_STEP = 3
 def priority(request: PredictionRequest) -> dict[str, int]:
     """Fair queueing at the broker: a client's first pipeline goes at the default priority,
     its second behind every client's first, its third and later behind those; a precomputed
-    request's tasks wait behind every user's. So a client asking once is served next, not
-    after the pipelines of a client that holds many places."""
+    request's tasks go with the second ones (PRECOMPUTE_PRIORITY). So a client asking once
+    is served next, not after the pipelines of a client that holds many places."""
     if request.precomputed:
         return {"priority": settings.PRECOMPUTE_PRIORITY}
     if request.place > 1:

@@ -6,11 +6,12 @@ time. The watchlist (PRECOMPUTE_SYMBOLS x PRECOMPUTE_HORIZONS) is the hybrid: be
 than PRECOMPUTE_EVERY or older than the newest bar is run through the ordinary pipeline,
 so a user asking it gets a cache hit. The watchlist is one client of admission control,
 with its fair share like any other (at most PRECOMPUTE_MAX_IN_FLIGHT of its own), and
-what it starts goes to the broker at the lowest priority (`workers.signatures.priority`),
-so users' tasks that arrive later are still taken first. It used to start nothing while
-any user's request was in flight: then two anonymous addresses asking without pause kept
-every watched answer stale, and users asking the watched questions went to the pipeline
-too.
+what it starts goes to the broker behind every client's first pipeline
+(`workers.signatures.priority`), so users' first tasks that arrive later are still taken
+first. It used to start nothing while any user's request was in flight and go last: then
+two anonymous addresses asking without pause kept every watched answer stale, and users
+asking a watched question joined a precomputation that waited behind every other
+pipeline.
 """
 
 from __future__ import annotations

@@ -54,11 +54,11 @@ def test_the_watchlist_takes_its_share_beside_users_and_waits_when_the_service_i
     assert full.started == [] and "at capacity" in full.deferred
 
 
-def test_precomputed_tasks_go_at_the_lowest_priority_and_users_at_the_default(settings):
+def test_precomputed_tasks_go_behind_users_first_ones_and_users_at_the_default(settings):
     ahead = PredictionRequest.queued(symbol="AAPL", horizon=5, strategy="chord", precomputed=True)
     asked = PredictionRequest.queued(symbol="AAPL", horizon=5, strategy="chord")
     for sig in (signatures.fetch_prices(ahead), signatures.callback("x", ahead)):
-        assert sig.options["priority"] == settings.PRECOMPUTE_PRIORITY == 9
+        assert sig.options["priority"] == settings.PRECOMPUTE_PRIORITY == 3
     for sig in (signatures.fetch_prices(asked), signatures.callback("x", asked)):
         assert "priority" not in sig.options
 
@@ -78,4 +78,4 @@ def test_a_clients_later_places_wait_behind_every_clients_first(settings):
     assert "priority" not in signatures.fetch_prices(first).options
     assert signatures.fetch_prices(second).options["priority"] == 3
     assert signatures.callback("x", second).options["priority"] == 3
-    assert signatures.fetch_prices(fifth).options["priority"] == 6  # below the watchlist's 9
+    assert signatures.fetch_prices(fifth).options["priority"] == 6  # behind the watchlist's 3
