@@ -243,8 +243,8 @@ CELERY_TASK_ROUTES = ("workers.signatures.route_task",)
 CELERY_TASK_TRACK_STARTED = True
 CELERY_WORKER_SEND_TASK_EVENTS = True
 # --- Hybrid precompute (workers/watchlist.py): these questions are answered before anyone
-# asks, refreshed when new bars arrive and every PRECOMPUTE_EVERY seconds, behind users'
-# first pipelines, as a client of admission control with its share. Empty symbols: off.
+# asks, refreshed when new bars arrive and every PRECOMPUTE_EVERY seconds, as a client of
+# admission control and of the broker's queues like the others. Empty symbols: off.
 PRECOMPUTE_SYMBOLS = env_list("PRECOMPUTE_SYMBOLS", ["AAPL", "MSFT", "GOOG"])
 PRECOMPUTE_HORIZONS = [
     int(h) for h in env_list("PRECOMPUTE_HORIZONS", ["5"]) if h.strip().isdigit()
@@ -252,11 +252,6 @@ PRECOMPUTE_HORIZONS = [
 PRECOMPUTE_EVERY = env_int("PRECOMPUTE_EVERY", 600, minimum=1)
 PRECOMPUTE_CHECK_SECONDS = env_int("PRECOMPUTE_CHECK_SECONDS", 20, minimum=1)
 PRECOMPUTE_MAX_IN_FLIGHT = env_int("PRECOMPUTE_MAX_IN_FLIGHT", 2, minimum=1)
-# Celery's Redis transport pops priority 0 (every client's first place) before 3 (a
-# client's second place, and the watchlist's) and 6 (a client's third and later). Not 9,
-# the lowest: a user asking a watched question joins the watchlist's pipeline, which at
-# the lowest priority waited behind every abusive client's pipelines (`make abuse`).
-PRECOMPUTE_PRIORITY = 3
 # --- The market clock (predictions/market_clock.py): `live` follows the wall clock and the
 # providers' new bars; `replay` serves the offline sample only up to the clock's date and
 # moves one trading day every REPLAY_SECONDS_PER_DAY (while running), so served forecasts

@@ -155,6 +155,20 @@ def fair_share(limit: int, clients: int) -> int:
     return max(1, min(client_share(limit), limit // max(1, clients)))
 
 
+ANONYMOUS_PREFIX = "anon:"  # an address, not an account, a queue client or a batch host
+
+
+def queue_rank(client: str, place: int) -> int:
+    """How far behind an identified client's first pipeline this one queues at the broker:
+    a client's first place 0, its second 1, its later ones 2; an anonymous client's one
+    step further back. Places share the service; ranks share the workers' time, so a client
+    asking once is served next, not after another's many. Anonymous clients come after
+    identified ones because an address costs nothing to change: two of them at their rate
+    limit otherwise keep a client with a token waiting behind them (`make abuse`)."""
+    anonymous = 1 if client.startswith(ANONYMOUS_PREFIX) else 0
+    return min(place - 1 + anonymous, 2)
+
+
 def admit(request_id: str, client: str, deadline: float, limit: int) -> Decision:
     """Take a place for `request_id` if the client is under its fair share and the service
     has one free."""

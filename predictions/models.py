@@ -177,8 +177,8 @@ class PredictionRequest(models.Model):
     joinable = models.BooleanField(default=False)
     # Served to others as a cached answer: the answer to a public question, readable by id.
     shared = models.BooleanField(default=False)
-    # Asked by the watchlist (workers/watchlist.py), not by a person: its tasks go behind
-    # users' first pipelines at the broker, and its answer says it was precomputed.
+    # Asked by the watchlist (workers/watchlist.py), not by a person: its answer says it
+    # was precomputed.
     precomputed = models.BooleanField(
         default=False, help_text="Computed ahead of time for the watchlist, not asked by a person."
     )
@@ -187,10 +187,10 @@ class PredictionRequest(models.Model):
     attempts = models.PositiveSmallIntegerField(default=1)
     dispatched_at = models.DateTimeField(null=True, blank=True)
     dispatch_epoch = models.CharField(max_length=32, blank=True)
-    # Not stored: which of its client's admission places this request took (1: its first),
-    # so its tasks can wait behind other clients' first ones (workers.signatures.priority).
-    # A request dispatched again by the sweeper goes as a first place.
-    place: int = 1
+    # Not stored: how many steps its tasks wait behind an identified client's first
+    # pipeline at the broker (workers.signatures.priority; predictions.admission.queue_rank).
+    # A request dispatched again by the sweeper goes first.
+    queue_rank: int = 0
 
     objects = PredictionQuerySet.as_manager()
 

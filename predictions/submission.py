@@ -163,7 +163,7 @@ def submit(
         )
         if not decision.admitted:
             raise NotAdmitted(decision)
-        request.place = decision.held
+        request.queue_rank = admission.queue_rank(gate.client, decision.held)
     try:
         _insert(request)
     except IntegrityError:  # an identical request became the leader a moment ago

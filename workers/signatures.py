@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any
 
 from celery import Signature
-from django.conf import settings
 
 from predictions.models import PredictionRequest
 from workers import routing
@@ -46,19 +45,16 @@ def route_task(name: str, args: Any, kwargs: Any, options: Any, **extra: Any) ->
 
 
 # Celery's Redis transport keeps a list per priority step (0, 3, 6, 9) and pops 0 first.
-PLACE_PRIORITY_STEP = 3
+PRIORITY_STEP = 3
 
 
 def priority(request: PredictionRequest) -> dict[str, int]:
-    """Fair queueing at the broker: a client's first pipeline goes at the default priority,
-    its second behind every client's first, its third and later behind those; a precomputed
-    request's tasks go with the second ones (PRECOMPUTE_PRIORITY). So a client asking once
-    is served next, not after the pipelines of a client that holds many places."""
-    if request.precomputed:
-        return {"priority": settings.PRECOMPUTE_PRIORITY}
-    if request.place > 1:
-        step = PLACE_PRIORITY_STEP * min(request.place - 1, 2)
-        return {"priority": step}
+    """Fair queueing at the broker: the request's rank (predictions.admission.queue_rank)
+    as a priority step, so an identified client's first pipeline goes first, its second
+    behind every first one, and so on. The watchlist is a client like the others: a user
+    asking a watched question joins its pipeline and waits for it."""
+    if request.queue_rank:
+        return {"priority": PRIORITY_STEP * request.queue_rank}
     return {}
 
 

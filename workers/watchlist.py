@@ -4,14 +4,12 @@ Online serving answers a question when it is asked; batch answers a list of them
 time. The watchlist (PRECOMPUTE_SYMBOLS x PRECOMPUTE_HORIZONS) is the hybrid: beat calls
 `refresh` every PRECOMPUTE_CHECK_SECONDS, and each question whose answer is missing, older
 than PRECOMPUTE_EVERY or older than the newest bar is run through the ordinary pipeline,
-so a user asking it gets a cache hit. The watchlist is one client of admission control,
-with its fair share like any other (at most PRECOMPUTE_MAX_IN_FLIGHT of its own), and
-what it starts goes to the broker behind every client's first pipeline
-(`workers.signatures.priority`), so users' first tasks that arrive later are still taken
-first. It used to start nothing while any user's request was in flight and go last: then
-two anonymous addresses asking without pause kept every watched answer stale, and users
-asking a watched question joined a precomputation that waited behind every other
-pipeline.
+so a user asking it gets a cache hit. The watchlist is a client like the others: its
+fair share of admission control (at most PRECOMPUTE_MAX_IN_FLIGHT of its own) and its
+turn at the broker (`workers.signatures.priority`). It used to start nothing while any
+user's request was in flight and go at the broker's lowest priority: then two anonymous
+addresses asking without pause kept every watched answer stale, and a user asking a
+watched question joined a precomputation that waited behind every other pipeline.
 """
 
 from __future__ import annotations

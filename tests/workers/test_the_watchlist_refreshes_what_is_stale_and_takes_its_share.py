@@ -1,5 +1,5 @@
-"""The watchlist's rules, without a worker: what counts as stale, its share of admission
-control, and users' tasks ahead of its own at the broker."""
+"""The watchlist's rules, without a worker: what counts as stale, and its share of
+admission control beside users."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from predictions import admission
 from predictions.models import PredictionRequest
-from workers import signatures, watchlist
+from workers import watchlist
 
 pytestmark = pytest.mark.django_db
 
@@ -54,28 +54,8 @@ def test_the_watchlist_takes_its_share_beside_users_and_waits_when_the_service_i
     assert full.started == [] and "at capacity" in full.deferred
 
 
-def test_precomputed_tasks_go_behind_users_first_ones_and_users_at_the_default(settings):
-    ahead = PredictionRequest.queued(symbol="AAPL", horizon=5, strategy="chord", precomputed=True)
-    asked = PredictionRequest.queued(symbol="AAPL", horizon=5, strategy="chord")
-    for sig in (signatures.fetch_prices(ahead), signatures.callback("x", ahead)):
-        assert sig.options["priority"] == settings.PRECOMPUTE_PRIORITY == 3
-    for sig in (signatures.fetch_prices(asked), signatures.callback("x", asked)):
-        assert "priority" not in sig.options
-
-
 def test_new_bars_are_looked_up_at_most_once_per_interval_per_symbol():
     first = watchlist._newest_bar("AAPL")  # the offline sample's last bar
     assert first is not None and first.year == 2013
     assert watchlist._newest_bar("AAPL") is None  # within BARS_CHECK_SECONDS: no fetch
     assert watchlist._newest_bar("MSFT") is not None  # another symbol has its own interval
-
-
-def test_a_clients_later_places_wait_behind_every_clients_first(settings):
-    first = PredictionRequest.queued(symbol="AAPL", horizon=5, strategy="chord")
-    second = PredictionRequest.queued(symbol="MSFT", horizon=5, strategy="chord")
-    fifth = PredictionRequest.queued(symbol="IBM", horizon=5, strategy="chord")
-    second.place, fifth.place = 2, 5
-    assert "priority" not in signatures.fetch_prices(first).options
-    assert signatures.fetch_prices(second).options["priority"] == 3
-    assert signatures.callback("x", second).options["priority"] == 3
-    assert signatures.fetch_prices(fifth).options["priority"] == 6  # behind the watchlist's 3
