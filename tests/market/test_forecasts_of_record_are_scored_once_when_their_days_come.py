@@ -18,6 +18,7 @@ from predictions import answer_cache, market_clock
 from predictions.forecasting.proper_scores import interval_score
 from predictions.models import ForecastRecord, ForecastScore, PredictionRequest
 from predictions.sources import price_chain
+from tests.support.records import finished_on_bar
 from workers import market
 
 pytestmark = pytest.mark.django_db
@@ -25,27 +26,8 @@ START = date(2013, 1, 2)  # a Wednesday
 
 
 def finished(symbol: str, as_of: str, close: float, path: list[float], user=None):
-    """A request the pipeline finished on the bar `as_of` (mark_done records its forecast)."""
-    request = PredictionRequest.queued(symbol=symbol, horizon=len(path), user=user)
-    request.save()
-    request.mark_done(
-        {
-            "data": {"last_bar_date": as_of, "last_close": close},
-            "combined": {
-                "forecast": path,
-                "interval": {
-                    "level": 0.8,
-                    "lower": [p * 0.98 for p in path],
-                    "upper": [p * 1.02 for p in path],
-                },
-            },
-            "models": [
-                {"model": "naive", "ok": True, "forecast": [close] * len(path), "weight": 0.0},
-                {"model": "ridge", "ok": False, "error": "failed", "weight": 0.0},
-            ],
-        }
-    )
-    return request
+    """A request finished on `as_of`: naive answered, ridge failed."""
+    return finished_on_bar(symbol, as_of, close, path, user, failed=("ridge",))
 
 
 def test_the_replay_serves_history_only_up_to_its_date_and_steps_trading_days(replay):

@@ -9,6 +9,7 @@ import pytest
 
 from predictions import track_record, track_record_cache
 from predictions.models import PredictionRequest
+from tests.support.records import finished_on_bar
 from workers import market
 
 pytestmark = pytest.mark.django_db
@@ -16,26 +17,7 @@ URL = "/api/v1/symbols/AAPL/track-record/?horizon=3"
 
 
 def finished(as_of: str, close: float, path: list[float], user=None) -> PredictionRequest:
-    """A request the pipeline finished on the bar `as_of` (mark_done records its forecast)."""
-    request = PredictionRequest.queued(symbol="AAPL", horizon=len(path), user=user)
-    request.save()
-    request.mark_done(
-        {
-            "data": {"last_bar_date": as_of, "last_close": close},
-            "combined": {
-                "forecast": path,
-                "interval": {
-                    "level": 0.8,
-                    "lower": [p * 0.98 for p in path],
-                    "upper": [p * 1.02 for p in path],
-                },
-            },
-            "models": [
-                {"model": "naive", "ok": True, "forecast": [close] * len(path), "weight": 0.0}
-            ],
-        }
-    )
-    return request
+    return finished_on_bar("AAPL", as_of, close, path, user)
 
 
 @pytest.fixture
