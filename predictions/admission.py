@@ -17,10 +17,9 @@ share is admitted at once, even past the limit (never past twice it): the client
 took the places while they were fewer now hold more than their share and are refused
 until they drain to it, so the service returns under its limit within a pipeline's time
 (seconds) and the newcomer never waits behind them. Only with more clients than places
-does a newcomer wait for a drain. Alone, a client
-gets ADMISSION_CLIENT_SHARE (half by default), not all: the other half lets a newcomer
-in at once instead of after a drain; a deployment with a single client (a batch, a
-load test) sets it to 1.
+does a newcomer wait for a drain. Alone, a client gets ADMISSION_CLIENT_SHARE (half by
+default), not all: the other half lets a newcomer in without exceeding the limit; a
+deployment with a single client (a batch, a load test) sets it to 1.
 
 The pipelines in flight are a Redis sorted set scored by deadline, so a request that was
 lost never holds a place past its deadline; a hash names each place's client. Both are
