@@ -24,6 +24,8 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
+from predictions.admission import equal_share
+
 ASKING_SECONDS = 5.0  # a refused client comes back within its Retry-After (2 s)
 _lock = threading.Lock()
 _waiting: Counter[str] = Counter()
@@ -62,7 +64,7 @@ def client_share() -> int:
 
 def fair_share(clients: int) -> int:
     """What each of `clients` clients holding slots may hold (at least one)."""
-    return max(1, min(client_share(), settings.PREDICTION_MAX_WAITERS // max(1, clients)))
+    return equal_share(settings.PREDICTION_MAX_WAITERS, clients, client_share())
 
 
 @contextmanager

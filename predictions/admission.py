@@ -151,7 +151,13 @@ def client_share(limit: int) -> int:
 def fair_share(limit: int, clients: int) -> int:
     """What each of `clients` clients holding places may hold: an equal part of the limit
     (at least one), within `client_share`. The admission script computes the same."""
-    return max(1, min(client_share(limit), limit // max(1, clients)))
+    return equal_share(limit, clients, client_share(limit))
+
+
+def equal_share(limit: int, clients: int, most: int) -> int:
+    """An equal part of `limit` among `clients` clients, at least one and at most `most`:
+    the rule of admission places and of `?wait` slots (api/waiting.py)."""
+    return max(1, min(most, limit // max(1, clients)))
 
 
 ANONYMOUS_PREFIX = "anon:"  # an address, not an account, a queue client or a batch host

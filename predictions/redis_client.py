@@ -27,12 +27,16 @@ def text(value: bytes | str) -> str:
 
 
 def script(source: str) -> Script:
-    """A Lua script on this process's client: EVALSHA, loaded into Redis on first use.
+    """A Lua script on this process's client: EVALSHA, loaded into Redis on first use."""
+    return registered_script(get_redis(), source)
+
+
+def registered_script(client: redis.Redis, source: str) -> Script:
+    """`source` registered on `client`, once per client and source.
 
     Kept per client, since registering hashes the source: a visible share of a cached
     answer's CPU.
     """
-    client = get_redis()
     key = (id(client), source)
     found = _scripts.get(key)
     if found is None or found.registered_client is not client:

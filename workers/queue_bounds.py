@@ -36,6 +36,8 @@ from django.conf import settings
 from stockserve_client import protocol
 from stockserve_client.protocol import ClientKeys
 
+from predictions.redis_client import text
+
 log = logging.getLogger(__name__)
 USAGE_PREFIX = "stockserve:queue:usage:"  # + name: hour an answer expires in -> its bytes
 CUTOFFS_KEY = "stockserve:queue:cutoffs"  # name -> {"until": epoch s, "reason": sentence}
@@ -197,7 +199,7 @@ def cut_off(server: redis.Redis, keys: ClientKeys, reason: str) -> None:
 def cutoffs(server: redis.Redis) -> dict[str, dict[str, Any]]:
     """Clients cut off now: name -> {"until", "reason"}."""
     raw: Any = server.hgetall(CUTOFFS_KEY)
-    return {_text(name): json.loads(note) for name, note in raw.items()}
+    return {text(name): json.loads(note) for name, note in raw.items()}
 
 
 def switch_on_again(server: redis.Redis, now: float | None = None) -> list[str]:
@@ -255,14 +257,10 @@ def trim_read(client: redis.Redis, stream: str, ttl: int) -> None:
                 continue
             if group["pending"]:
                 oldest: Any = client.xpending(stream, group["name"])
-                floors.append(_text(oldest["min"]))
+                floors.append(text(oldest["min"]))
             else:
-                floors.append(_text(group["last-delivered-id"]))
+                floors.append(text(group["last-delivered-id"]))
     if not floors:
         floors.append(f"{int((time.time() - ttl) * 1000)}-0")
     floor = min(floors, key=lambda i: tuple(int(part) for part in i.split("-")))
     client.xtrim(stream, minid=floor, approximate=False)
-
-
-def _text(value: object) -> str:
-    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)

@@ -20,6 +20,8 @@ from django.conf import settings
 from django.core.checks import Warning, register
 from redis.commands.core import Script
 
+from predictions.redis_client import registered_script
+
 
 @functools.cache
 def _client(url: str) -> redis.Redis:
@@ -31,17 +33,9 @@ def get_queue_redis() -> redis.Redis:
     return _client(settings.QUEUE_REDIS_URL)
 
 
-_scripts: dict[tuple[int, str], Script] = {}
-
-
 def queue_script(source: str) -> Script:
-    """A Lua script on the queue's Redis (EVALSHA, loaded on first use), kept per client."""
-    client = get_queue_redis()
-    key = (id(client), source)
-    found = _scripts.get(key)
-    if found is None or found.registered_client is not client:
-        found = _scripts[key] = client.register_script(source)
-    return found
+    """A Lua script on the queue's Redis (EVALSHA, loaded on first use)."""
+    return registered_script(get_queue_redis(), source)
 
 
 def shares_the_main_redis() -> bool:

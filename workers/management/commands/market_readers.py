@@ -19,7 +19,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from stockserve_client import protocol
 from stockserve_client.market import MARKET_PREFIX
 
-from predictions.redis_client import get_redis
+from predictions.redis_client import get_redis, text
 from workers.redis_users import CONNECTION_COMMANDS, redis_url_for, require_redis_7, save_acl
 
 USER_PREFIX = "market-"
@@ -41,7 +41,7 @@ class Command(BaseCommand):
         server = get_redis()
         if action == "list":
             users: Any = server.acl_users()
-            names = sorted(u.decode() if isinstance(u, bytes) else u for u in users)
+            names = sorted(text(u) for u in users)
             readers = [n.removeprefix(USER_PREFIX) for n in names if n.startswith(USER_PREFIX)]
             self.stdout.write(json.dumps(readers))
             return

@@ -23,6 +23,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from stockserve_client import protocol
 
+from predictions.redis_client import text
 from workers import queue_bounds
 from workers.queue_bounds import user_name
 from workers.queue_redis import get_queue_redis
@@ -69,8 +70,7 @@ class Command(BaseCommand):
 
     def _states(self, server: redis.Redis) -> list[dict[str, Any]]:
         """Each client, its user on or off, and until when and why it is cut off."""
-        names = sorted(n.decode() if isinstance(n, bytes) else n
-                       for n in server.smembers(protocol.CLIENTS_KEY))  # fmt: skip
+        names = sorted(text(n) for n in server.smembers(protocol.CLIENTS_KEY))
         cut = queue_bounds.cutoffs(server)
         states = []
         for name in names:
