@@ -1,0 +1,39 @@
+"""A REST prediction, traced from the view through the gate to its dispatch: which modules
+it enters, how often it comes back to one it left, and whether a call ever climbs up an
+import layer (a lower layer calling a higher one through a callback). `make request-path`
+prints the figures."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support.call_path import trace
+
+pytestmark = pytest.mark.django_db(transaction=True)
+
+APPLICATION = ("api", "webui", "serving", "workers", "predictions", "provisioning", "config")
+
+
+def test_a_rest_prediction_enters_each_layer_from_above(api_client):
+    warm = api_client.post("/api/v1/predictions/", {"symbol": "AAPL"}, format="json")
+    assert warm.status_code == 202, warm.content  # imports and first-use set-up done
+    response, path = trace(
+        lambda: api_client.post("/api/v1/predictions/", {"symbol": "IBM"}, format="json"),
+        APPLICATION,
+    )
+    assert response.status_code == 202, response.content
+    print(f"\nREST prediction, view to dispatch: {path.report()}")
+    assert path.climbs == []
+
+
+def test_the_gates_leg_enters_each_layer_from_above(api_client):
+    from workers import gate
+
+    warm = gate.ask(gate.Question("AAPL", 5), gate.Client("anon:192.0.2.1"))
+    assert isinstance(warm, gate.Queued)
+    outcome, path = trace(
+        lambda: gate.ask(gate.Question("IBM", 5), gate.Client("anon:192.0.2.1")), APPLICATION
+    )
+    assert isinstance(outcome, gate.Queued) and not outcome.joined
+    print(f"\nThe gate's leg, ask to dispatch: {path.report()}")
+    assert path.climbs == []
