@@ -1,97 +1,48 @@
-"""Keep a set of processes running: each in its own process group, restarted with backoff
-when it exits, all stopped together (TERM to each group, then KILL after a grace period).
+"""Keep a set of processes, each in its own process group, all stopped together (TERM to
+each group, then KILL after a grace period): the one supervisor of `make run` and of the
+measurement tools (loadtests/).
 
-Why: `make run` used to stop the whole stack when any one process exited, so a relay or
-a queue consumer that died took the API down with it. Now the process is started again
-(after 1 s, doubling to 30 s while it keeps dying; back to 1 s once it has stayed up for
-a minute) and the launcher says so; the rest keeps answering.
+`make run` (`restart=True`): a process that exits is started again (after 1 s, doubling to
+30 s while it keeps dying; back to 1 s once it has stayed up for a minute) and the launcher
+says so; the rest keeps answering, where one dead relay used to take the API down with it.
 
-`spawn` and `stop_group` are the one way any part of the project (the launcher, the load
-tools, the benchmarks, the tests, the local autoscaling backend) starts and stops a
-long-running process: its own session, so stopping it also stops what it forked (Celery's
-pool, gunicorn's workers), TERM first and KILL after a grace period.
+A measurement (`restart=False`): `check()` raises when a child exits, since the
+configuration would measure nonsense; each child also dies with the tool
+(PR_SET_PDEATHSIG) if it dies without cleaning up, and its pid goes to `pid_log` so a test
+can check none survived. `handle_signals` turns Ctrl-C/SIGTERM into `Interrupted`, so the
+tool's `finally:` stops everything.
+
+Processes themselves are started and stopped by `launch.groups` (`spawn`, `stop_group`),
+which the production autoscaler uses too without importing the development stack.
 """
 
 from __future__ import annotations
 
 import contextlib
-import ctypes
-import os
 import signal
 import subprocess
-import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from devstack.processes import ROOT
+from launch.catalog import ROOT
+from launch.groups import signal_group, signal_pids, spawn, stop_group, stop_groups
+
+__all__ = ["Interrupted", "Supervisor", "handle_signals", "signal_group", "signal_pids"]
+__all__ += ["spawn", "stop_group", "stop_groups"]
 
 FIRST_DELAY, MAX_DELAY, STABLE_AFTER = 1.0, 30.0, 60.0
-
-_PR_SET_PDEATHSIG = 1
-_prctl: Any = None
-if sys.platform.startswith("linux"):  # resolved here, so the forked child only calls it
-    with contextlib.suppress(OSError, AttributeError):
-        _prctl = ctypes.CDLL("libc.so.6", use_errno=True).prctl
-
-
-def _die_with_parent() -> None:  # runs in the child between fork and exec
-    if _prctl is not None:
-        _prctl(_PR_SET_PDEATHSIG, int(signal.SIGTERM))
-
-
-def spawn(
-    argv: Sequence[str],
-    *,
-    cwd: Path = ROOT,
-    env: Mapping[str, str] | None = None,
-    log: IO[bytes] | int | None = None,
-    die_with_parent: bool = False,
-) -> subprocess.Popen[bytes]:
-    """Start `argv` in its own process group, output to `log` (inherited when None).
-
-    `die_with_parent` asks the kernel for SIGTERM if the starter dies without cleaning up
-    (PR_SET_PDEATHSIG): for load tools and benchmarks, whose children must not outlive them.
-    """
-    return subprocess.Popen(
-        list(argv),
-        cwd=cwd,
-        env=None if env is None else dict(env),
-        stdout=log,
-        stderr=None if log is None else subprocess.STDOUT,
-        stdin=subprocess.DEVNULL if die_with_parent else None,
-        start_new_session=True,
-        preexec_fn=_die_with_parent if die_with_parent else None,
-    )
-
-
-def signal_group(proc: subprocess.Popen[bytes], sig: int) -> None:
-    """Signal the whole process group `proc` leads, if any of it is still there."""
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(proc.pid, sig)
-
-
-def stop_group(
-    proc: subprocess.Popen[bytes], grace: float = 15.0, sig: int = signal.SIGTERM
-) -> int:
-    """`sig` (TERM) to the group, KILL after `grace` seconds; then KILL what the leader
-    left behind (a pool, a grandchild). Returns the leader's exit code."""
-    signal_group(proc, sig)
-    try:
-        proc.wait(timeout=grace)
-    except subprocess.TimeoutExpired:
-        signal_group(proc, signal.SIGKILL)
-        proc.wait()
-    signal_group(proc, signal.SIGKILL)
-    return proc.returncode
 
 
 @dataclass
 class Child:
     name: str
     argv: Sequence[str]
+    env: Mapping[str, str] | None = None  # None: the supervisor's
+    cwd: Path | None = None
+    log: IO[bytes] | None = None
     proc: subprocess.Popen[bytes] | None = None
     started_at: float = 0.0
     delay: float = FIRST_DELAY
@@ -103,15 +54,21 @@ class Child:
 class Supervisor:
     def __init__(
         self,
-        commands: Mapping[str, Sequence[str]],
+        commands: Mapping[str, Sequence[str]] | None = None,
         *,
-        cwd: Path,
+        cwd: Path = ROOT,
         env: Mapping[str, str] | None = None,
         say: Callable[[str], None] = print,
         clock: Callable[[], float] = time.monotonic,
+        restart: bool = True,
+        pid_log: Path | None = None,
+        grace_s: float | None = None,  # default: 15 s for make run, 10 s for a measurement
     ) -> None:
-        self.children = {name: Child(name, argv) for name, argv in commands.items()}
+        self.children = {name: Child(name, argv) for name, argv in (commands or {}).items()}
         self.cwd, self.env, self.say, self.clock = cwd, env, say, clock
+        self.restart, self.pid_log = restart, pid_log
+        self.grace_s = grace_s if grace_s is not None else 15.0 if restart else 10.0
+        self._logs: list[IO[bytes]] = []
 
     def start(self, only: Sequence[str] | None = None) -> None:
         """Start every child (or those named in `only`) not started yet."""
@@ -119,12 +76,47 @@ class Supervisor:
             if child.proc is None and (only is None or name in only):
                 self._spawn(child)
 
+    def add(
+        self,
+        name: str,
+        argv: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: Path | None = None,
+        log_path: Path | None = None,
+    ) -> subprocess.Popen[bytes]:
+        """Start one more child now; its output goes to `log_path` (appended)."""
+        log: IO[bytes] | None = None
+        if log_path is not None:
+            log_path.parent.mkdir(parents=True, exist_ok=True)
+            log = log_path.open("ab")
+            self._logs.append(log)
+        key = name
+        while key in self.children:  # the same role started again (a restart, a new mode)
+            key += "'"
+        child = self.children[key] = Child(name, argv, env, cwd, log)
+        self._spawn(child)
+        assert child.proc is not None
+        return child.proc
+
     def _spawn(self, child: Child) -> None:
-        child.proc = spawn(child.argv, cwd=self.cwd, env=self.env)
+        env = self.env if child.env is None else child.env
+        child.proc = spawn(
+            child.argv,
+            cwd=child.cwd or self.cwd,
+            env=env,
+            log=child.log,
+            die_with_parent=not self.restart,
+        )
         child.started_at, child.restart_at = self.clock(), None
+        if self.pid_log is not None:
+            self.pid_log.parent.mkdir(parents=True, exist_ok=True)
+            with self.pid_log.open("a", encoding="utf-8") as f:
+                f.write(f"{child.proc.pid} {child.name}\n")
 
     def check(self) -> None:
-        """Restart what exited, once its backoff is over; call it every fraction of a second."""
+        """Restart what exited, once its backoff is over (or, with `restart=False`, raise);
+        call it every fraction of a second."""
         now = self.clock()
         for child in self.children.values():
             if child.proc is None:
@@ -134,6 +126,8 @@ class Supervisor:
                 if now - child.started_at >= STABLE_AFTER:
                     child.delay = FIRST_DELAY
                 continue
+            if not self.restart:
+                raise RuntimeError(f"{child.name} exited with code {code}")
             if child.restart_at is None:
                 child.exits.append(code)
                 child.restart_at = now + child.delay
@@ -148,19 +142,51 @@ class Supervisor:
         proc = self.children[name].proc
         return proc.pid if proc is not None and proc.poll() is None else None
 
-    def stop(self, grace: float = 15.0, last: Sequence[str] = ()) -> None:
-        """TERM every child's process group, then KILL the groups still there after `grace`;
-        the children named in `last` (Redis, which the others flush to) after the rest."""
+    def procs(self, name: str) -> list[subprocess.Popen[bytes]]:
+        """The running processes started under `name`."""
+        children = self.children.values()
+        return [c.proc for c in children if c.name == name and c.proc is not None]
+
+    def stop(
+        self,
+        proc: subprocess.Popen[bytes] | None = None,
+        grace_s: float | None = None,
+        last: Sequence[str] = (),
+    ) -> None:
+        """Stop `proc`'s group and forget it; without `proc`, every child: TERM to each
+        group, then KILL the groups still there after `grace_s`, the children named in
+        `last` (Redis, which the others flush to) after the rest."""
+        grace = self.grace_s if grace_s is None else grace_s
+        if proc is not None:
+            stop_group(proc, grace)
+            self.children = {k: c for k, c in self.children.items() if c.proc is not proc}
+            return
         for group in ([n for n in self.children if n not in last], list(last)):
             procs = [self.children[n].proc for n in group if n in self.children]
             stop_groups([p for p in procs if p is not None], grace)
+        if not self.restart:
+            self.children.clear()
+        for log in self._logs:
+            log.close()
+        self._logs.clear()
+
+    stop_all = stop  # the name tests/integration knows
 
 
-def stop_groups(procs: Sequence[subprocess.Popen[bytes]], grace: float = 15.0) -> None:
-    """`stop_group` for several at once: TERM all first, so their graces run together."""
-    for proc in procs:
-        if proc.poll() is None:
-            signal_group(proc, signal.SIGTERM)
-    deadline = time.monotonic() + grace
-    for proc in procs:
-        stop_group(proc, max(0.1, deadline - time.monotonic()), sig=0)
+class Interrupted(Exception):
+    """SIGINT or SIGTERM arrived: unwind, clean up, report what was done."""
+
+
+@contextlib.contextmanager
+def handle_signals() -> Iterator[None]:
+    """Turn SIGINT/SIGTERM into `Interrupted` so `finally:` blocks clean up."""
+
+    def interrupt(signum: int, frame: Any) -> None:
+        raise Interrupted(signal.Signals(signum).name)
+
+    previous = {sig: signal.signal(sig, interrupt) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)

@@ -12,10 +12,8 @@ such hosts; sshd is started through the supervisor like every other long-running
 
 from __future__ import annotations
 
-import contextlib
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import tempfile
@@ -25,7 +23,7 @@ from pathlib import Path
 
 import yaml
 
-from devstack.supervisor import spawn, stop_group
+from devstack.supervisor import signal_pids, spawn, stop_group
 
 SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
 NETWORK = "10.231.0.0/16"  # every test subnet is a /24 inside it
@@ -211,9 +209,7 @@ class TestNetwork:
     def close(self) -> None:
         """Stop what was started: processes left in each namespace, sshd, the links."""
         for host in self.hosts.values():
-            for pid in namespace_pids(host.netns):
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
+            signal_pids(namespace_pids(host.netns))  # KILL: what is left in it
             if host.sshd is not None:
                 stop_group(host.sshd, grace=10)
             _ip("netns", "del", host.netns, check=False)

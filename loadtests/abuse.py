@@ -29,6 +29,7 @@ checkout's stack (a `git worktree` of an older commit) with this one's measuring
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import re
@@ -51,11 +52,11 @@ import redis
 import requests
 
 from devstack import processes
+from devstack.supervisor import Interrupted, Supervisor, handle_signals
 from loadtests import abuse_clients, abuse_report, engine
 from loadtests.abuse_clients import QueueAsker
 from loadtests.bench_api import REPORTS, ROOT, Stack, predict
 from loadtests.latencies import percentile
-from loadtests.procs import Interrupted, Supervisor, handle_signals
 from loadtests.rawlog import Row
 from loadtests.report import machine, save
 
@@ -407,17 +408,14 @@ def start_abusers(
             "--hoarder-rate", str(args.hoarder_rate)]  # fmt: skip
     env = {**os.environ, "ABUSE_FLOOD_URL": urls[FLOOD_CLIENT],
            "ABUSE_HOARDER_URL": urls[HOARDER_CLIENT], "ABUSE_GUARD_URL": admin}  # fmt: skip
-    return sup.start("abusers", argv, env=env, cwd=ROOT, log_path=here / "logs" / "abusers.out")
+    return sup.add("abusers", argv, env=env, cwd=ROOT, log_path=here / "logs" / "abusers.out")
 
 
 def finish_abusers(sup: Supervisor, proc: Any, out: Path, seconds: float) -> dict[str, Any]:
     """What the abusers did, once they stopped on their own (or were stopped)."""
-    try:
+    with contextlib.suppress(subprocess.TimeoutExpired):
         proc.wait(timeout=max(30.0, seconds))
-    except subprocess.TimeoutExpired:
-        sup.stop(proc)
-    else:
-        sup.children = [(n, p) for n, p in sup.children if p is not proc]
+    sup.stop(proc)  # or forget it, if it stopped on its own
     return json.loads(out.read_text()) if out.exists() else {"crashed": "no summary"}
 
 
@@ -490,7 +488,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     workdir = Path(tempfile.mkdtemp(prefix="stockserve-abuse-"))
-    sup = Supervisor()
+    sup = Supervisor(restart=False)
     finished = False
     try:
         with handle_signals():
@@ -500,7 +498,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"interrupted by {exc}", file=sys.stderr)
         return 130
     finally:
-        sup.stop_all()
+        sup.stop()
         for var in workdir.glob("*/var"):  # the databases and Redis files
             shutil.rmtree(var, ignore_errors=True)
         if not finished:

@@ -43,8 +43,8 @@ from typing import Any
 import redis
 from stockserve_client import InputQueue, OutputQueue, protocol
 
+from devstack.supervisor import Interrupted, handle_signals
 from loadtests import engine
-from loadtests.procs import Interrupted, handle_signals
 from loadtests.rawlog import Row
 from loadtests.workload import PREDICTIONS
 

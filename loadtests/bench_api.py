@@ -41,9 +41,9 @@ import requests
 
 from devstack import processes
 from devstack.redis import free_port
+from devstack.supervisor import Interrupted, Supervisor, handle_signals
 from loadtests import engine
 from loadtests.latencies import percentile
-from loadtests.procs import Interrupted, Supervisor, handle_signals
 from loadtests.report import fmt, machine, save, verdict
 
 ROOT = processes.ROOT
@@ -93,15 +93,15 @@ class Stack:
     def start(self, timeout_s: float = 240) -> float:
         """Start and wait for readiness; seconds it took."""
         started = time.monotonic()
-        self.proc = self.sup.start(
+        self.proc = self.sup.add(
             "stack",
-            [sys.executable, "-m", "devstack"],
+            processes.stack().argv(),
             env=self.env(),
             cwd=self.root,
             log_path=self.logs / f"stack-{int(time.time())}.log",
         )
         while time.monotonic() - started < timeout_s:
-            self.sup.check_alive()
+            self.sup.check()
             try:
                 if requests.get(f"{self.base}/readyz", timeout=2).status_code == 200:
                     return time.monotonic() - started
@@ -112,8 +112,7 @@ class Stack:
 
     def stop(self) -> None:
         if self.proc is not None:
-            self.sup.stop(self.proc, grace_s=40)  # the launcher stops its children first
-            self.sup.children = [(n, p) for n, p in self.sup.children if p is not self.proc]
+            self.sup.stop(self.proc, 40)  # the launcher stops its children first
             self.proc = None
 
     def manage(self, *args: str) -> str:
@@ -254,7 +253,7 @@ def start_reference(sup: Supervisor, body_file: Path, logs: Path) -> str:
     port = free_port()
     command = processes.web(f"127.0.0.1:{port}", app="benchmarks.bare_django:application")
     env = {**os.environ, "BARE_BODY_FILE": str(body_file)}
-    sup.start("reference", command.argv(), env=env, cwd=ROOT, log_path=logs / "reference.log")
+    sup.add("reference", command.argv(), env=env, cwd=ROOT, log_path=logs / "reference.log")
     url = f"http://127.0.0.1:{port}{PREDICTIONS}"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -429,7 +428,7 @@ def main(argv: list[str] | None = None) -> int:
         print("wrk is missing: `make wrk` installs Debian's package.", file=sys.stderr)
         return 2
     workdir = Path(tempfile.mkdtemp(prefix="stockserve-bench-api-"))
-    sup = Supervisor()
+    sup = Supervisor(restart=False)
     try:
         with handle_signals():
             results = run(args, sup, workdir)
@@ -437,7 +436,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"interrupted by {exc}", file=sys.stderr)
         return 130
     finally:
-        sup.stop_all()
+        sup.stop()
     text = report(results)
     out = Path(args.reports) / f"bench-api-{datetime.now():%Y%m%d-%H%M%S}"
     save(out, text, results)

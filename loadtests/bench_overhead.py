@@ -29,9 +29,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from devstack.supervisor import Interrupted, Supervisor, handle_signals
 from loadtests.deployment import ROOT, Setup, base_env, migrated_template
 from loadtests.latencies import percentile
-from loadtests.procs import Interrupted, Supervisor, handle_signals
 
 if TYPE_CHECKING:  # a Django module: importing it before django.setup() would fail
     from predictions.results import StageRecord
@@ -225,7 +225,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     workdir = Path(tempfile.mkdtemp(prefix="stockserve-bench-"))
-    sup = Supervisor()
+    sup = Supervisor(restart=False)
     try:
         with handle_signals():
             template = migrated_template(workdir)
@@ -237,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"interrupted by {exc}", file=sys.stderr)
         return 130
     finally:
-        sup.stop_all()
+        sup.stop()
         shutil.rmtree(workdir, ignore_errors=True)
     out = Path(args.reports) / f"bench-overhead-{datetime.now():%Y%m%d-%H%M%S}"
     out.mkdir(parents=True, exist_ok=True)
@@ -253,12 +253,12 @@ def _run(sup: Supervisor, args: argparse.Namespace, var_dir: Path) -> dict[str, 
     from devstack.redis import free_port, redis_server_argv
 
     port = free_port()
-    sup.start("redis", redis_server_argv(port, str(var_dir)))
+    sup.add("redis", redis_server_argv(port, str(var_dir)))
     env = base_env(
         var_dir, f"redis://127.0.0.1:{port}/0", Setup(workers=1, models=tuple(args.model_list))
     )
     os.environ.update(env)
-    sup.start(
+    sup.add(
         "noop-worker",
         [sys.executable, "-m", "loadtests.noop_worker", "--concurrency", str(args.concurrency)],
         env=env,
@@ -274,7 +274,7 @@ def _run(sup: Supervisor, args: argparse.Namespace, var_dir: Path) -> dict[str, 
     noop_stages.install()
     deadline = time.monotonic() + 120
     while not presence.consumers_of("cpu"):
-        sup.check_alive()
+        sup.check()
         if time.monotonic() > deadline:
             raise TimeoutError("the no-op worker did not come up in 120 s")
         time.sleep(0.2)

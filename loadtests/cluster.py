@@ -29,10 +29,10 @@ import yaml
 from devstack import processes
 from devstack.postgres import ThrowawayPostgres
 from devstack.redis import EmbeddedRedis, free_port
+from devstack.supervisor import Supervisor
 from devstack.testhosts import NETWORK, TestHost, TestNetwork, namespace_pids
 from loadtests.cpu import cpu_seconds, descendants, machine_busy_seconds, process_name
 from loadtests.deployment import ROOT, TRAIN_WHEN_COLD, Setup, base_env, migrate
-from loadtests.procs import Supervisor
 from provisioning.bundle import snapshot
 
 QUEUES = "io,cpu,scoring"
@@ -75,7 +75,7 @@ class Cluster:
     ) -> None:
         self.workdir, self.models, self.say = workdir, models, say
         self.worker_loglevel = worker_loglevel  # INFO: a line per task received and done
-        self.sup = Supervisor(pid_log=workdir / "pids.log", grace_s=10)
+        self.sup = Supervisor(restart=False, pid_log=workdir / "pids.log", grace_s=10)
         self.net = TestNetwork(names, root=workdir / "hosts")
         self.postgres: ThrowawayPostgres | None = None
         self.redis: EmbeddedRedis | None = None
@@ -104,13 +104,13 @@ class Cluster:
         self.base_url = f"http://127.0.0.1:{port}"
         web = processes.web(f"127.0.0.1:{port}", workers=2, threads=32)
         log = self.workdir / "logs" / "web.log"
-        self.sup.start("web", web.argv(), env=self.env, log_path=log, cwd=ROOT)
+        self.sup.add("web", web.argv(), env=self.env, log_path=log, cwd=ROOT)
         self._wait_web(time.monotonic() + 120)
         self._write_inventory()
 
     def _wait_web(self, deadline: float) -> None:
         while time.monotonic() < deadline:
-            self.sup.check_alive()
+            self.sup.check()
             with contextlib.suppress(requests.RequestException):
                 if requests.get(f"{self.base_url}/api/v1/symbols/", timeout=2).ok:
                     return
@@ -177,7 +177,7 @@ class Cluster:
             1,
         )
         log = self.workdir / "logs" / f"provision-{name}.log"
-        proc = self.sup.start(f"provision-{name}", argv.argv(), env=self.env, log_path=log,
+        proc = self.sup.add(f"provision-{name}", argv.argv(), env=self.env, log_path=log,
                               cwd=ROOT)  # fmt: skip
         try:
             code = proc.wait(timeout=timeout_s)
@@ -214,7 +214,7 @@ class Cluster:
         assert self.redis is not None and self.redis.process is not None
         assert self.postgres is not None
         postmaster = int((self.postgres.data / "postmaster.pid").read_text().split()[0])
-        roots = [proc.pid for _, proc in self.sup.children]
+        roots = [c.proc.pid for c in self.sup.children.values() if c.proc is not None]
         used = {host.name: cpu_seconds(namespace_pids(host.netns)) for host in self.added}
         used["services"] = cpu_seconds(descendants([*roots, self.redis.process.pid, postmaster]))
         mine = os.times()
@@ -238,7 +238,7 @@ class Cluster:
         returns how many still were when the time ran out."""
         deadline = time.monotonic() + timeout_s
         while (left := self.in_flight()) and time.monotonic() < deadline:
-            self.sup.check_alive()
+            self.sup.check()
             time.sleep(0.5)
         return left
 
@@ -254,7 +254,7 @@ class Cluster:
         when an earlier one failed."""
         for stop in (
             self.net.close,
-            self.sup.stop_all,
+            self.sup.stop,
             self.postgres.stop if self.postgres else None,
             self.redis.stop if self.redis else None,
         ):

@@ -51,11 +51,11 @@ from typing import Any
 
 import psycopg
 
+from devstack.supervisor import Interrupted, handle_signals
 from loadtests import engine, slow_predictions
 from loadtests.cluster import QUEUES, Cluster, cores_used
 from loadtests.deployment import ROOT
 from loadtests.latencies import percentile
-from loadtests.procs import Interrupted, handle_signals
 from loadtests.rawlog import RawLog, Row
 from loadtests.workload import Workload
 

@@ -23,7 +23,7 @@ import requests
 
 from devstack import processes
 from devstack.redis import free_port, redis_server_argv
-from loadtests.procs import Supervisor
+from devstack.supervisor import Supervisor
 
 ROOT = Path(__file__).resolve().parent.parent
 WORKERS_KEY = "stockserve:workers"  # workers.presence.WORKERS_KEY (no Django here)
@@ -170,12 +170,12 @@ class Deployment:
         argv = redis_server_argv(
             self.redis_port, str(self.var_dir), persist=self.setup.redis_persist
         )
-        self.redis_proc = self.sup.start("redis", argv, cwd=ROOT, log_path=self.logs / "redis.log")
+        self.redis_proc = self.sup.add("redis", argv, cwd=ROOT, log_path=self.logs / "redis.log")
 
     def stop_redis(self) -> None:
         """Stop Redis (SIGTERM: it syncs its append-only file first), for chaos tests."""
         if self.redis_proc is not None:
-            self.sup.stop(self.redis_proc, grace_s=5)
+            self.sup.stop(self.redis_proc, 5)
             self.redis_proc = None
 
     def start_redis_again(self, timeout_s: float = 30) -> None:
@@ -186,7 +186,7 @@ class Deployment:
 
     def worker_process(self, index: int) -> subprocess.Popen[bytes]:
         """The main process of worker `w<index>` (its pool processes are its children)."""
-        return next(p for name, p in self.sup.children if name == f"worker-w{index}")
+        return self.sup.procs(f"worker-w{index}")[-1]
 
     def alive_workers(self, client: redis.Redis) -> list[str]:
         entries = client.hgetall(WORKERS_KEY)
@@ -206,7 +206,7 @@ class Deployment:
             self.redis_proc = None
 
     def _spawn(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> None:
-        proc = self.sup.start(name, argv, env=env, cwd=ROOT, log_path=self.logs / f"{name}.log")
+        proc = self.sup.add(name, argv, env=env, cwd=ROOT, log_path=self.logs / f"{name}.log")
         self.procs.append(proc)
 
     def _web_ready(self) -> bool:
@@ -217,7 +217,7 @@ class Deployment:
 
     def _wait(self, what: str, deadline: float, ready: Callable[[], bool]) -> None:
         while time.monotonic() < deadline:
-            self.sup.check_alive()
+            self.sup.check()
             try:
                 if ready():
                     return

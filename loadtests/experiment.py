@@ -32,9 +32,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from devstack.supervisor import Interrupted, Supervisor, handle_signals
 from loadtests import collect, load
 from loadtests.deployment import ROOT, TRAIN_WHEN_COLD, Deployment, Setup, migrated_template
-from loadtests.procs import Interrupted, Supervisor, handle_signals
 from loadtests.report import write_experiment
 from loadtests.targets import evaluate as evaluate_targets
 from loadtests.workload import Workload, parse_mix
@@ -159,7 +159,7 @@ def run_strategy(
     info = load.run_open_loop(
         deployment.base_url, workload, args.rate, args.duration, args.drain, out
     )
-    sup.check_alive()
+    sup.check()
     load_average = os.getloadavg()[0]
     client, latency_by_id, ids = load.client_summary(out / "raw.csv")
     records = collect.read_requests(deployment.db_path)
@@ -212,7 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     args.report_dir = Path(args.reports) / stamp
     args.report_dir.mkdir(parents=True, exist_ok=True)
     workdir = Path(tempfile.mkdtemp(prefix="stockserve-experiment-"))
-    sup = Supervisor(pid_log=args.report_dir / "pids.txt")
+    sup = Supervisor(restart=False, pid_log=args.report_dir / "pids.txt")
     configs: list[dict[str, Any]] = []
     notes: list[str] = []
     budget_end = time.monotonic() + args.max_minutes * 60
@@ -235,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
         finally:
             for sig in (signal.SIGINT, signal.SIGTERM):
                 signal.signal(sig, signal.SIG_IGN)  # a second Ctrl-C must not stop the cleanup
-            sup.stop_all()
+            sup.stop()
             if args.keep_workdir:
                 notes.append(f"work directory kept: {workdir}")
             else:

@@ -43,10 +43,10 @@ from typing import Any
 import redis
 import requests
 
+from devstack.supervisor import Supervisor, handle_signals
 from loadtests import request_cost_postgres as pg_cost
 from loadtests.collect import trained_runs
 from loadtests.deployment import TRAIN_WHEN_COLD, Deployment, Setup, migrate, migrated_template
-from loadtests.procs import Supervisor, handle_signals
 from loadtests.report import fraction, share
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -270,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--pgbench-seconds", type=int, default=15)
     args = parser.parse_args(argv)
     workdir = Path(tempfile.mkdtemp(prefix="stockserve-request-cost-"))
-    sup = Supervisor(pid_log=workdir / "pids.log")
+    sup = Supervisor(restart=False, pid_log=workdir / "pids.log")
     pg = pg_cost.cluster() if args.database == "postgres" else None
     env = {**TRAIN_WHEN_COLD, **({"DATABASE_URL": pg.url} if pg else {})}
     setup = Setup(workers=1, concurrency=2, models=tuple(args.models.split(",")), extra_env=env)
@@ -304,7 +304,7 @@ def main(argv: list[str] | None = None) -> int:
                 )
     finally:
         stack.stop()
-        sup.stop_all()
+        sup.stop()
         if meter:
             meter.close()
         if pg:

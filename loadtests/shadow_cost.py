@@ -35,9 +35,9 @@ from typing import Any
 
 import requests
 
+from devstack.supervisor import Interrupted, Supervisor, handle_signals
 from loadtests.bench_api import REPORTS, ROOT, Stack, predict
 from loadtests.latencies import percentile
-from loadtests.procs import Interrupted, Supervisor, handle_signals
 from loadtests.report import fmt, machine, save
 
 CLOCKS = {
@@ -142,7 +142,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--root", type=Path, default=ROOT, help="the checkout whose stack runs")
     args = parser.parse_args(argv)
     workdir = Path(tempfile.mkdtemp(prefix="stockserve-shadow-cost-"))
-    sup = Supervisor()
+    sup = Supervisor(restart=False)
     try:
         with handle_signals():
             results = run(args, sup, workdir)
@@ -150,7 +150,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"interrupted by {exc}", file=sys.stderr)
         return 130
     finally:
-        sup.stop_all()
+        sup.stop()
         shutil.rmtree(workdir, ignore_errors=True)
     text = report(results)
     out = REPORTS / f"shadow-cost-{datetime.now():%Y%m%d-%H%M%S}"

@@ -27,10 +27,10 @@ from pathlib import Path
 import psutil
 import redis
 
+from devstack.supervisor import Interrupted, Supervisor, handle_signals
 from loadtests import engine
 from loadtests.deployment import ROOT, Deployment, Setup, migrated_template
 from loadtests.engine import Arrival, steady
-from loadtests.procs import Interrupted, Supervisor, handle_signals
 from loadtests.report import save
 
 SYMBOLS = ("AAPL", "MSFT", "GOOG", "IBM", "^GSPC", "^IXIC")
@@ -49,7 +49,7 @@ class Group:
 def memory(sup: Supervisor) -> dict[str, Group]:
     """RSS of each supervisor child together with everything it forked."""
     groups = {}
-    for name, proc in sup.children:
+    for name, proc in ((c.name, c.proc) for c in sup.children.values() if c.proc):
         try:
             root = psutil.Process(proc.pid)
             members = [root, *root.children(recursive=True)]
@@ -147,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--models", default="naive,ridge,arima,lstm,tcn")
     args = parser.parse_args(argv)
     workdir = Path(tempfile.mkdtemp(prefix="stockserve-soak-"))
-    sup = Supervisor(grace_s=10)
+    sup = Supervisor(restart=False, grace_s=10)
     setup = Setup(
         workers=2,
         concurrency=2,
@@ -171,7 +171,7 @@ def main(argv: list[str] | None = None) -> int:
         return 130
     finally:
         deployment.stop()
-        sup.stop_all()
+        sup.stop()
     rows = growth(start, end)
     text = report(rows, outcomes, args)
     text += "Redis keys at the end, by prefix: " + ", ".join(f"{k} {v}" for k, v in keys.items())

@@ -27,13 +27,11 @@ worker-seconds spent.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import random
 import shlex
 import shutil
-import signal
 import sqlite3
 import sys
 import tempfile
@@ -47,9 +45,9 @@ import redis
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
+from devstack.supervisor import Interrupted, Supervisor, handle_signals, signal_pids
 from loadtests import collect, engine, latencies, load, rawlog
 from loadtests.deployment import ROOT, Deployment, Setup, migrated_template
-from loadtests.procs import Interrupted, Supervisor, handle_signals
 from loadtests.report import write_step_load
 from loadtests.workload import Workload, parse_mix
 
@@ -206,12 +204,6 @@ def managed_pids(deployment: Deployment) -> list[int]:
     return [int(w["pid"]) for w in managed if w.get("pid")]
 
 
-def kill(pids: list[int]) -> None:
-    for pid in pids:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(pid, signal.SIGKILL)
-
-
 def run_mode(
     sup: Supervisor, args: argparse.Namespace, mode: str, workdir: Path, template: Path
 ) -> dict[str, Any]:
@@ -246,7 +238,7 @@ def run_mode(
     finally:
         leftovers = managed_pids(deployment)
         deployment.stop()
-        kill(leftovers)
+        signal_pids(leftovers)  # KILL: workers the autoscaler left behind
     rows = [r for r in rawlog.read(out / "raw.csv") if r.kind == "prediction"]
     ids = {r.prediction_id.replace("-", "") for r in rows if r.prediction_id}
     first_waits = [
@@ -313,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
     report_dir = Path(args.reports) / f"step-load-{stamp}"
     report_dir.mkdir(parents=True, exist_ok=True)
     workdir = Path(tempfile.mkdtemp(prefix="stockserve-step-load-"))
-    sup = Supervisor(pid_log=report_dir / "pids.txt")
+    sup = Supervisor(restart=False, pid_log=report_dir / "pids.txt")
     results: list[dict[str, Any]] = []
     notes: list[str] = []
     code = 0
@@ -327,7 +319,7 @@ def main(argv: list[str] | None = None) -> int:
             notes.append(f"interrupted by {exc}; the report covers what finished")
             code = 130
         finally:
-            sup.stop_all()
+            sup.stop()
             shutil.rmtree(workdir, ignore_errors=True)
     run = {
         "started": stamp,

@@ -26,7 +26,7 @@ INCLUDE = (
     "manage.py",
     "requirements.txt",
     "config",
-    "devstack",
+    "launch",
     "predictions",
     "workers",
     "api",

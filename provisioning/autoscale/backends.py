@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import os
 import signal
 import socket
 import subprocess
@@ -24,8 +23,8 @@ from celery import current_app
 from django.conf import settings
 from django.utils import timezone
 
-from devstack import processes
-from devstack.supervisor import spawn
+from launch import catalog
+from launch.groups import signal_pids, spawn
 from provisioning import inventory, runner
 from provisioning.autoscale.managed import (
     DRAINING,
@@ -95,7 +94,7 @@ class LocalWorkers:
         taken = {w.name for w in all_managed()}
         number = next(n for n in range(1, 10_000) if self.node(f"auto-{queue}-{n}") not in taken)
         name = f"auto-{queue}-{number}"
-        argv = processes.worker(
+        argv = catalog.worker(
             name, queue, self.per_worker, gpu="auto" if queue == "gpu" else "off"
         ).argv()
         # Recorded before it starts: a controller killed in between leaves an entry with no
@@ -170,8 +169,7 @@ class LocalWorkers:
         """SIGTERM to the main process only: Celery's warm shutdown, which lets the pool
         finish anything running first (the pool processes must not get it themselves)."""
         if worker.pid is not None:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(worker.pid, signal.SIGTERM)
+            signal_pids([worker.pid], signal.SIGTERM)
 
     def close(self) -> None:
         """On the controller's exit: its local workers stop the warm way too."""

@@ -63,7 +63,7 @@ def test_a_killed_child_is_back_within_its_backoff_and_the_others_keep_running(t
         assert said[0] == f"relay exited with code -9; restarting in {FIRST_DELAY:g} s"
         assert said[1] == "relay restarted (restart 1)"
     finally:
-        stack.stop(grace=5)
+        stack.stop(grace_s=5)
 
 
 def test_a_child_that_keeps_dying_waits_longer_each_time(tmp_path):
@@ -85,7 +85,7 @@ def test_a_child_that_keeps_dying_waits_longer_each_time(tmp_path):
         assert delays == [1, 2, 4, 8, 16, MAX_DELAY, MAX_DELAY]
         assert stack.children["queue"].exits == [3] * 7
     finally:
-        stack.stop(grace=5)
+        stack.stop(grace_s=5)
 
 
 def test_stop_ends_every_group_grandchildren_included(tmp_path):
@@ -96,5 +96,5 @@ def test_stop_ends_every_group_grandchildren_included(tmp_path):
         lambda: len(group_pids(pgid)) >= 2, what="the grandchild starting"
     )  # the child and its grandchild
     members = group_pids(pgid)
-    stack.stop(grace=5)
+    stack.stop(grace_s=5)
     eventually(lambda: not any(alive(pid) for pid in members), what="the group ending")

@@ -9,18 +9,18 @@ import sys
 import time
 from pathlib import Path
 
-from loadtests.procs import Interrupted, Supervisor, handle_signals
+from devstack.supervisor import Interrupted, Supervisor, handle_signals
 
 
 def main() -> int:
     pid_log, mode = Path(sys.argv[1]), sys.argv[2]
-    sup = Supervisor(pid_log=pid_log, grace_s=3)
+    sup = Supervisor(restart=False, pid_log=pid_log, grace_s=3)
     with handle_signals():
         try:
-            sup.start("sleeper", ["sleep", "300"])
+            sup.add("sleeper", ["sleep", "300"])
             # A child that forks its own child, like Celery's pool or gunicorn's workers,
             # and ignores SIGTERM, so only the KILL after the grace period stops it.
-            sup.start(
+            sup.add(
                 "forker",
                 ["sh", "-c", f"trap '' TERM; sleep 300 & echo $! >> {pid_log}.grandchildren; wait"],
             )
@@ -36,7 +36,7 @@ def main() -> int:
         except Interrupted:
             return 130
         finally:
-            sup.stop_all()
+            sup.stop()
     return 0
 
 

@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = """
 import sys
 from loadtests import engine
-from loadtests.procs import Interrupted, handle_signals
+from devstack.supervisor import Interrupted, handle_signals
 
 job = engine.one_request("GET", "/")
 arrivals = [engine.Arrival(at, "http", "x", job) for at in engine.steady(1, 120)]

@@ -1,0 +1,162 @@
+"""Every process of the stack, one command line each, written once.
+
+The launcher (`make run`), the load tools and the tests start processes from here;
+docker-compose.yml, the Dockerfile's default command and the Ansible playbooks' command
+variables are generated from here (`make generate`, checked by a test), so a flag added
+to one of them is added to all.
+
+A `Command` is what follows the Python interpreter, run from the repository root (or the
+release directory on a provisioned host). Parameters may be values or, when rendering for
+Ansible, Jinja expressions that the playbooks fill in.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+WSGI_APP = "config.wsgi:application"
+ASGI_APP = "config.asgi:application"
+
+
+@dataclass(frozen=True)
+class Command:
+    args: tuple[str, ...]
+
+    def argv(self, python: str = sys.executable) -> list[str]:
+        """The command line for this interpreter, run with the repository as cwd."""
+        return [python, *self.args]
+
+    def text(self, python: str = "python") -> str:
+        return " ".join([python, *self.args])
+
+
+def _command(*args: object) -> Command:
+    return Command(tuple(str(arg) for arg in args))
+
+
+def web(
+    bind: object,
+    workers: object = 2,
+    threads: object = 8,
+    access_log: bool = False,
+    app: str = WSGI_APP,
+) -> Command:
+    """The HTTP API and the pages: gunicorn's threaded WSGI workers.
+
+    WSGI, not ASGI: Django's ASGI handler served the API several times slower here. No
+    access log by default: at thousands of cached answers a second it buries the workers'
+    logs, and its handler lock showed in profiles under load (figures: docs/benchmarks.md,
+    "Measurements behind design choices").
+    """
+    args: list[object] = ["-m", "gunicorn", app, "--bind", bind, "--worker-class", "gthread"]
+    args += ["--workers", workers, "--threads", threads, "--graceful-timeout", 5]
+    if access_log:
+        args += ["--access-logfile", "-"]
+    return _command(*args)
+
+
+def websocket(host: object, port: object) -> Command:
+    """The live pages' websockets: uvicorn with the ASGI app, lifespan off (Channels'
+    ProtocolTypeRouter has no lifespan handler)."""
+    return _command("-m", "uvicorn", ASGI_APP, "--host", host, "--port", port, "--lifespan", "off")
+
+
+def worker(
+    name: object,
+    queues: object,
+    concurrency: object,
+    gpu: object = "auto",
+    loglevel: object = "INFO",
+    autoscale: object = "",
+    max_memory_mb: object = "",
+    max_tasks_per_child: object = "",
+) -> Command:
+    """A Celery worker for the pipeline, through `manage.py start_worker` (GPU detection,
+    warm-up per queue). `autoscale` ("MAX,MIN") lets Celery size the pool instead. Pool
+    processes are replaced by memory (WORKER_MAX_MEMORY_MB unless `max_memory_mb`), and
+    after `max_tasks_per_child` tasks only when that is given."""
+    pool = ("--autoscale", autoscale) if autoscale else ("--concurrency", concurrency)
+    recycling: tuple[object, ...] = ()
+    if max_memory_mb != "":
+        recycling += ("--max-memory-per-child", max_memory_mb)
+    if max_tasks_per_child != "":
+        recycling += ("--max-tasks-per-child", max_tasks_per_child)
+    return _command(
+        *("manage.py", "start_worker", "--name", name, "--queues", queues),
+        *(*pool, "--gpu", gpu, *recycling, "--loglevel", loglevel),
+    )
+
+
+def beat(schedule: object, loglevel: object = "WARNING") -> Command:
+    """Celery beat: the periodic jobs. One per cluster."""
+    return _command("-m", "celery", "-A", "config", "beat", "-l", loglevel, "-s", schedule)
+
+
+def sweeper(every: object = 10) -> Command:
+    """Dispatches again requests whose pipeline vanished, fails those past deadline. One
+    per cluster; its own process, so no queue backlog delays it."""
+    return _command("manage.py", "sweep_predictions", "--every", every)
+
+
+def queue() -> Command:
+    """The queue client's consumer: questions from a Redis Stream, answers to another.
+    Any number may run (a consumer group shares the questions)."""
+    return _command("manage.py", "serve_queue")
+
+
+# Redis is not a Python process, but its memory rules are written once here too: make run's
+# two private servers (devstack/redis.py) and docker-compose.yml take them from here; the
+# redis role's template sets the same policies (docs/clients.md, "Where the queue lives").
+REDIS_MAXMEMORY_MB = 1024  # make run's main Redis: REDIS_MAXMEMORY_MB
+QUEUE_REDIS_MAXMEMORY_MB = 128  # make run's queue Redis: QUEUE_REDIS_MAXMEMORY_MB
+# The main Redis evicts, least recently used first, only keys that expire anyway (cached
+# answers, task results, channel messages, rate-limit windows): the broker's queues and
+# admission's places have no TTL and are never evicted.
+MAIN_REDIS_POLICY = "volatile-lru"
+# The queue's Redis evicts nothing: when full it refuses writes (a client's XADD) rather
+# than drop an answer or a question; the consumer's per-client bounds keep it from filling.
+QUEUE_REDIS_POLICY = "noeviction"
+
+
+def redis_memory(maxmemory_mb: object, policy: str) -> list[str]:
+    """redis-server flags: at most `maxmemory_mb` MB of data, then `policy`."""
+    return ["--maxmemory", f"{maxmemory_mb}mb", "--maxmemory-policy", policy]
+
+
+def redis_persistence() -> list[str]:
+    """redis-server flags: an append-only file synced every second, no snapshots, so a
+    restart keeps the queues, the results and the questions."""
+    return ["--save", "", "--appendonly", "yes", "--appendfsync", "everysec"]
+
+
+def autoscaler() -> Command:
+    """The autoscaling controller. Safe to run twice: a Redis lock makes one the leader."""
+    return _command("manage.py", "autoscale")
+
+
+def relay() -> Command:
+    """The dashboard's event relay. One per cluster."""
+    return _command("manage.py", "relay_events")
+
+
+def migrate() -> Command:
+    return _command("manage.py", "migrate", "--noinput")
+
+
+def manage(*args: object) -> Command:
+    """A one-off management command (`check --deploy`, `predict_batch ...`), for the tools
+    and tests that run one and read its output."""
+    return _command("manage.py", *args)
+
+
+def stack() -> Command:
+    """`make run`'s launcher: the whole stack in the foreground (the replay tool starts it)."""
+    return _command("-m", "devstack")
+
+
+def api_token(username: object, staff: bool = False) -> Command:
+    """Print a user's API token, creating the user (staff, if asked) when needed."""
+    return _command("manage.py", "create_api_token", username, *(["--staff"] if staff else []))
