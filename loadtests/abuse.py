@@ -55,7 +55,7 @@ from devstack import processes
 from devstack.supervisor import Interrupted, Supervisor, handle_signals
 from loadtests import abuse_clients, abuse_report, engine
 from loadtests.abuse_clients import QueueAsker
-from loadtests.bench_api import REPORTS, ROOT, Stack, predict
+from loadtests.deployment import REPORTS, ROOT, Stack, predict
 from loadtests.latencies import percentile
 from loadtests.rawlog import Row
 from loadtests.report import machine, save

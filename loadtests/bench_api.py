@@ -31,119 +31,19 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import time
-from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import requests
 
-from devstack import processes
-from devstack.redis import free_port
 from devstack.supervisor import Interrupted, Supervisor, handle_signals
 from loadtests import engine
+from loadtests.deployment import PREDICTIONS, QUESTION, REPORTS, ROOT, Stack, predict, start_web
 from loadtests.latencies import percentile
 from loadtests.report import fmt, machine, save, verdict
 
-ROOT = processes.ROOT
-REPORTS = ROOT / "loadtests" / "reports"
-QUESTION = {"symbol": "AAPL", "horizon": 5}
-PREDICTIONS = "/api/v1/predictions/"
-
-
-@dataclass
-class Stack:
-    """One `make run` stack, started through the Supervisor so it always stops."""
-
-    sup: Supervisor
-    var_dir: Path
-    logs: Path
-    port: int = field(default_factory=free_port)
-    proc: subprocess.Popen[bytes] | None = None
-    extra: dict[str, str] = field(default_factory=dict)  # settings of this deployment
-    root: Path = ROOT  # the checkout it runs (another commit's, to compare)
-
-    @property
-    def base(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def env(self) -> dict[str, str]:
-        keep = {k: v for k, v in os.environ.items() if not k.startswith(("REDIS_", "DATABASE_"))}
-        return {
-            **keep,
-            "VAR_DIR": str(self.var_dir),
-            "PORT": str(self.port),
-            "WS_PORT": str(free_port()),
-            "THROTTLE_ANON": "100000000/min",
-            "PRECOMPUTE_SYMBOLS": "",  # no background work between the measurements
-            # The market stands still: `make run`'s replay clock moves a day every 10 s and
-            # each new day makes every cached answer stale (a recomputation), which put
-            # 300-900 ms into the cached path's p99 (measured 2026-11-25).
-            "MARKET_CLOCK": "live",
-            "THROTTLE_USER": "100000000/min",
-            "THROTTLE_EXPENSIVE": "100000000/min",
-            "PRICE_PROVIDERS": "sample",
-            "MENTION_PROVIDERS": "sample",
-            "LOG_LEVEL": "WARNING",
-            "TF_CPP_MIN_LOG_LEVEL": "3",
-            **self.extra,
-        }
-
-    def start(self, timeout_s: float = 240) -> float:
-        """Start and wait for readiness; seconds it took."""
-        started = time.monotonic()
-        self.proc = self.sup.add(
-            "stack",
-            processes.stack().argv(),
-            env=self.env(),
-            cwd=self.root,
-            log_path=self.logs / f"stack-{int(time.time())}.log",
-        )
-        while time.monotonic() - started < timeout_s:
-            self.sup.check()
-            try:
-                if requests.get(f"{self.base}/readyz", timeout=2).status_code == 200:
-                    return time.monotonic() - started
-            except requests.RequestException:
-                pass
-            time.sleep(0.5)
-        raise TimeoutError(f"the stack was not ready in {timeout_s} s; see {self.logs}")
-
-    def stop(self) -> None:
-        if self.proc is not None:
-            self.sup.stop(self.proc, 40)  # the launcher stops its children first
-            self.proc = None
-
-    def manage(self, *args: str) -> str:
-        out = subprocess.run(
-            processes.manage(*args).argv(),
-            cwd=self.root,
-            env=self.env(),
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        return out.stdout.strip()
-
-
 # --- predictions as a client makes them
-
-
-def predict(base: str, token: str, **body: Any) -> tuple[float, dict[str, Any]]:
-    """Submit and wait for the final state; (latency ms as the client saw it, prediction)."""
-    headers = {"Authorization": f"Token {token}"}
-    start = time.perf_counter()
-    response = requests.post(f"{base}{PREDICTIONS}", json={**QUESTION, **body}, headers=headers)
-    response.raise_for_status()
-    prediction = response.json()
-    while prediction["status"] not in ("done", "failed"):
-        url = f"{base}{prediction['links']['self']}?wait=60"
-        prediction = requests.get(url, headers=headers, timeout=90).json()
-    latency = (time.perf_counter() - start) * 1000
-    if prediction["status"] != "done":
-        raise RuntimeError(f"prediction failed: {prediction['error']}")
-    return latency, prediction
 
 
 def stage_breakdown(predictions: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
@@ -250,19 +150,14 @@ def fixed_rate(url: str, rate: float, seconds: float) -> dict[str, Any]:
 
 
 def start_reference(sup: Supervisor, body_file: Path, logs: Path) -> str:
-    port = free_port()
-    command = processes.web(f"127.0.0.1:{port}", app="benchmarks.bare_django:application")
+    """A minimal Django project serving `body_file` as one JSON view, under the same
+    gunicorn command line (benchmarks/bare_django.py)."""
     env = {**os.environ, "BARE_BODY_FILE": str(body_file)}
-    sup.add("reference", command.argv(), env=env, cwd=ROOT, log_path=logs / "reference.log")
-    url = f"http://127.0.0.1:{port}{PREDICTIONS}"
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            if requests.post(url, json=QUESTION, timeout=2).status_code == 200:
-                return url
-        except requests.RequestException:
-            time.sleep(0.2)
-    raise TimeoutError("the reference Django project did not answer")
+    base, _ = start_web(
+        sup, env, logs / "reference.log", 2, 8, name="reference",
+        app="benchmarks.bare_django:application", probe=PREDICTIONS, method="POST", json=QUESTION,
+    )  # fmt: skip
+    return f"{base}{PREDICTIONS}"
 
 
 def overhead(requests_per_path: int, workdir: Path) -> dict[str, Any]:

@@ -26,7 +26,6 @@ import multiprocessing
 import os
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -315,25 +314,6 @@ class SocketDashboard:
         self._thread.join(timeout=5)
 
 
-def _start(argv: list[str], log: Any) -> subprocess.Popen[bytes]:
-    from devstack.supervisor import spawn
-
-    return spawn(argv, cwd=ROOT, env=os.environ, log=log, die_with_parent=True)
-
-
-def _wait_for_port(port: int, timeout: float = 60) -> None:
-    import socket
-
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return
-        except OSError:
-            time.sleep(0.1)
-    raise RuntimeError(f"nothing listens on {port} after {timeout} s")
-
-
 def _settle(dashboard: Any, quiet: float = 1.0, timeout: float = 20.0) -> None:
     """Wait until no more events arrive, so each rate counts only its own."""
     deadline = time.monotonic() + timeout
@@ -405,18 +385,18 @@ def main() -> int:
     redis = _setup_environment(workdir)
     from devstack import processes
     from devstack.redis import free_port
-    from devstack.supervisor import stop_groups
+    from devstack.supervisor import Supervisor
+    from loadtests.deployment import listens, serve
 
     port = free_port()
-    log = open(workdir / "servers.log", "ab")  # noqa: SIM115 - closed at the end
-    procs = []
+    log, sup = workdir / "servers.log", Supervisor(restart=False, env=os.environ)
     dashboard: BrowserDashboard | SocketDashboard | None = None
     try:
         session_key = _staff_session()
-        procs.append(_start(processes.websocket("127.0.0.1", port).argv(), log))
-        relay = _start([*processes.relay().argv(), "--tick", str(args.tick)], log)
-        procs.append(relay)
-        _wait_for_port(port)
+        relay_argv = [*processes.relay().argv(), "--tick", str(args.tick)]
+        relay = sup.add("relay", relay_argv, log_path=log)
+        serve(sup, "websocket", processes.websocket("127.0.0.1", port).argv(), listens(port),
+              log_path=log, timeout_s=60)  # fmt: skip
         base = f"http://127.0.0.1:{port}"
         if not args.no_browser and (shutil.which("chromium") or shutil.which("chromium-browser")):
             dashboard = BrowserDashboard(base, session_key)
@@ -484,8 +464,7 @@ def main() -> int:
     finally:
         if dashboard is not None:
             dashboard.close()
-        stop_groups(procs, grace=10)
-        log.close()
+        sup.stop()
         redis.stop()
     return 0
 

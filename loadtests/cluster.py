@@ -11,7 +11,6 @@ PostgreSQL and the load generator stay unpinned: they share the cores with the h
 
 from __future__ import annotations
 
-import contextlib
 import os
 import secrets
 import shutil
@@ -23,16 +22,15 @@ from collections.abc import Callable
 from pathlib import Path
 
 import redis
-import requests
 import yaml
 
 from devstack import processes
 from devstack.postgres import ThrowawayPostgres
-from devstack.redis import EmbeddedRedis, free_port
+from devstack.redis import EmbeddedRedis
 from devstack.supervisor import Supervisor
 from devstack.testhosts import NETWORK, TestHost, TestNetwork, namespace_pids
 from loadtests.cpu import cpu_seconds, descendants, machine_busy_seconds, process_name
-from loadtests.deployment import ROOT, TRAIN_WHEN_COLD, Setup, base_env, migrate
+from loadtests.deployment import ROOT, TRAIN_WHEN_COLD, Setup, base_env, migrate, start_web
 from provisioning.bundle import snapshot
 
 QUEUES = "io,cpu,scoring"
@@ -100,22 +98,8 @@ class Cluster:
         self.env["DATABASE_URL"] = self.postgres.url
         self.say("migrating PostgreSQL")
         migrate(self.workdir / "var", self.postgres.url)
-        port = free_port()
-        self.base_url = f"http://127.0.0.1:{port}"
-        web = processes.web(f"127.0.0.1:{port}", workers=2, threads=32)
-        log = self.workdir / "logs" / "web.log"
-        self.sup.add("web", web.argv(), env=self.env, log_path=log, cwd=ROOT)
-        self._wait_web(time.monotonic() + 120)
+        self.base_url, _ = start_web(self.sup, self.env, self.workdir / "logs" / "web.log")
         self._write_inventory()
-
-    def _wait_web(self, deadline: float) -> None:
-        while time.monotonic() < deadline:
-            self.sup.check()
-            with contextlib.suppress(requests.RequestException):
-                if requests.get(f"{self.base_url}/api/v1/symbols/", timeout=2).ok:
-                    return
-            time.sleep(0.25)
-        raise TimeoutError(f"the web tier did not answer; see {self.workdir / 'logs'}")
 
     def _write_inventory(self) -> None:
         """Each host reaches Redis and PostgreSQL on its own gateway; the hosts build their

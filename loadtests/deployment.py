@@ -1,9 +1,16 @@
-"""One deployment of the stack for one configuration of the experiment.
+"""How every measurement starts what it measures, waits for it and stops it: the one
+stack starter (`serve`, through `devstack.supervisor`) and the one readiness wait
+(`wait_until`), used by two kinds of deployment:
 
-Its own redis-server, SQLite database and VAR_DIR under a temporary directory, a gunicorn
-web server and N Celery workers (`manage.py start_worker`, each its own process and
-hostname, standing in for a machine that consumes `io` and `cpu`). Every process is
-started through the Supervisor, so the runner can stop all of them whatever happens.
+- `Deployment`: one configuration of an experiment, process by process: its own
+  redis-server, SQLite database and VAR_DIR under a temporary directory, a gunicorn web
+  server and N Celery workers (`manage.py start_worker`, each its own process and hostname,
+  standing in for a machine that consumes `io` and `cpu`);
+- `Stack`: `make run`'s launcher (`python -m devstack`, the catalog's `stack()`) with its own
+  VAR_DIR, ports, Redis and database, rate limits raised above the load.
+
+Every process is a child of the tool's Supervisor (`restart=False`), so it stops whatever
+happens, and a child that dies while waited for fails the run at once.
 """
 
 from __future__ import annotations
@@ -11,12 +18,14 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import sqlite3
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import redis
 import requests
@@ -25,7 +34,10 @@ from devstack import processes
 from devstack.redis import free_port, redis_server_argv
 from devstack.supervisor import Supervisor
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = processes.ROOT
+REPORTS = ROOT / "loadtests" / "reports"
+QUESTION = {"symbol": "AAPL", "horizon": 5}
+PREDICTIONS = "/api/v1/predictions/"
 WORKERS_KEY = "stockserve:workers"  # workers.presence.WORKERS_KEY (no Django here)
 # For a load whose cold predictions (`warm_start: false`) must train every model. With
 # shadow generations on (the default), the serving generation answers them as it is and at
@@ -140,12 +152,13 @@ class Deployment:
         self.redis_url = f"redis://127.0.0.1:{self.redis_port}/0"
         self._start_redis()
         client = redis.Redis.from_url(self.redis_url, socket_timeout=2)
-        self._wait("redis", deadline, lambda: bool(client.ping()))
+        wait_until(lambda: bool(client.ping()), deadline, "redis", self.sup)
         env = base_env(self.var_dir, self.redis_url, self.setup)
-        web_port = free_port()
-        self.base_url = f"http://127.0.0.1:{web_port}"
-        web = processes.web(f"127.0.0.1:{web_port}", self.setup.web_workers, self.setup.web_threads)
-        self._spawn("web", web.argv(), env)
+        self.base_url, web = start_web(
+            self.sup, env, self.logs / "web.log", self.setup.web_workers, self.setup.web_threads,
+            timeout_s=deadline - time.monotonic(),
+        )  # fmt: skip
+        self.procs.append(web)
         queue_sets = [self.setup.queues] * self.setup.workers + list(self.setup.extra_workers)
         for i, queues in enumerate(queue_sets, start=1):
             autoscale = self.setup.autoscale if i <= self.setup.workers else ""
@@ -163,8 +176,8 @@ class Deployment:
             self._spawn("autoscaler", processes.autoscaler().argv(), env)
         if self.setup.sweeper:
             self._spawn("sweeper", processes.sweeper(1).argv(), env)
-        self._wait("web", deadline, self._web_ready)
-        self._wait("workers", deadline, lambda: len(self.alive_workers(client)) >= len(queue_sets))
+        workers_up = lambda: len(self.alive_workers(client)) >= len(queue_sets)  # noqa: E731
+        wait_until(workers_up, deadline, "workers", self.sup)
 
     def _start_redis(self) -> None:
         argv = redis_server_argv(
@@ -182,7 +195,7 @@ class Deployment:
         """Start Redis again on the same port and data directory."""
         self._start_redis()
         client = redis.Redis.from_url(self.redis_url, socket_timeout=2)
-        self._wait("redis", time.monotonic() + timeout_s, lambda: bool(client.ping()))
+        wait_until(lambda: bool(client.ping()), time.monotonic() + timeout_s, "redis", self.sup)
 
     def worker_process(self, index: int) -> subprocess.Popen[bytes]:
         """The main process of worker `w<index>` (its pool processes are its children)."""
@@ -206,22 +219,161 @@ class Deployment:
             self.redis_proc = None
 
     def _spawn(self, name: str, argv: list[str], env: dict[str, str] | None = None) -> None:
-        proc = self.sup.add(name, argv, env=env, cwd=ROOT, log_path=self.logs / f"{name}.log")
-        self.procs.append(proc)
+        self.procs.append(self.sup.add(name, argv, env=env, log_path=self.logs / f"{name}.log"))
 
-    def _web_ready(self) -> bool:
+
+def wait_until(
+    ready: Callable[[], bool], deadline: float, what: str, sup: Supervisor | None = None
+) -> float:
+    """The one readiness wait: ask `ready()` every quarter second until it says yes (an
+    exception from it is a no) or `deadline` (time.monotonic()) passes; `sup.check()` in
+    between fails it as soon as a child dies. The seconds it waited."""
+    started = time.monotonic()
+    while time.monotonic() < deadline:
+        if sup is not None:
+            sup.check()
         try:
-            return requests.get(f"{self.base_url}/api/v1/symbols/", timeout=2).status_code == 200
-        except requests.RequestException:
-            return False
+            if ready():
+                return time.monotonic() - started
+        except (redis.RedisError, requests.RequestException, OSError):
+            pass
+        time.sleep(0.25)
+    raise TimeoutError(f"{what} not ready in time")
 
-    def _wait(self, what: str, deadline: float, ready: Callable[[], bool]) -> None:
-        while time.monotonic() < deadline:
-            self.sup.check()
-            try:
-                if ready():
-                    return
-            except (redis.RedisError, OSError):
-                pass
-            time.sleep(0.25)
-        raise TimeoutError(f"{what} not ready in time; see the logs in {self.logs}")
+
+def answers(url: str, method: str = "GET", **request: Any) -> Callable[[], bool]:
+    """A readiness probe: `url` answers 200."""
+    return lambda: requests.request(method, url, timeout=2, **request).status_code == 200
+
+
+def listens(port: int) -> Callable[[], bool]:
+    """A readiness probe: something accepts connections on 127.0.0.1:`port`."""
+
+    def probe() -> bool:
+        with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+            return True
+
+    return probe
+
+
+def serve(
+    sup: Supervisor,
+    name: str,
+    argv: list[str],
+    ready: Callable[[], bool],
+    *,
+    env: Mapping[str, str] | None = None,
+    log_path: Path | None = None,
+    cwd: Path = ROOT,
+    timeout_s: float = 120,
+) -> tuple[subprocess.Popen[bytes], float]:
+    """Start one server (a web tier, a reference, a websocket server) and wait until
+    `ready()`: the process and the seconds it took."""
+    proc = sup.add(name, argv, env=env, cwd=cwd, log_path=log_path)
+    return proc, wait_until(ready, time.monotonic() + timeout_s, name, sup)
+
+
+def start_web(
+    sup: Supervisor,
+    env: Mapping[str, str],
+    log_path: Path,
+    workers: int = 2,
+    threads: int = 32,
+    *,
+    name: str = "web",
+    app: str = processes.WSGI_APP,
+    probe: str = "/api/v1/symbols/",
+    timeout_s: float = 120,
+    **probe_request: Any,
+) -> tuple[str, subprocess.Popen[bytes]]:
+    """A gunicorn web tier (the catalog's command line) on a free port, once `probe`
+    answers 200: its base URL and process."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    command = processes.web(f"127.0.0.1:{port}", workers, threads, app=app)
+    ready = answers(f"{base}{probe}", **probe_request)
+    proc, _ = serve(sup, name, command.argv(), ready, env=env, log_path=log_path,
+                    timeout_s=timeout_s)  # fmt: skip
+    return base, proc
+
+
+@dataclass
+class Stack:
+    """One `make run` stack (`python -m devstack`) with its own VAR_DIR, ports, Redis and
+    database; `extra` are this deployment's settings, `root` the checkout it runs."""
+
+    sup: Supervisor
+    var_dir: Path
+    logs: Path
+    port: int = field(default_factory=free_port)
+    proc: subprocess.Popen[bytes] | None = None
+    extra: dict[str, str] = field(default_factory=dict)
+    root: Path = ROOT
+
+    @property
+    def base(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def env(self) -> dict[str, str]:
+        keep = {k: v for k, v in os.environ.items() if not k.startswith(("REDIS_", "DATABASE_"))}
+        return {
+            **keep,
+            "VAR_DIR": str(self.var_dir),
+            "PORT": str(self.port),
+            "WS_PORT": str(free_port()),
+            "THROTTLE_ANON": "100000000/min",
+            "PRECOMPUTE_SYMBOLS": "",  # no background work between the measurements
+            # The market stands still: `make run`'s replay clock moves a day every 10 s and
+            # each new day makes every cached answer stale (a recomputation), which put
+            # 300-900 ms into the cached path's p99 (measured 2026-11-25).
+            "MARKET_CLOCK": "live",
+            "THROTTLE_USER": "100000000/min",
+            "THROTTLE_EXPENSIVE": "100000000/min",
+            "PRICE_PROVIDERS": "sample",
+            "MENTION_PROVIDERS": "sample",
+            "LOG_LEVEL": "WARNING",
+            "TF_CPP_MIN_LOG_LEVEL": "3",
+            **self.extra,
+        }
+
+    def start(self, timeout_s: float = 240) -> float:
+        """Start and wait for `/readyz`; seconds it took."""
+        log = self.logs / f"stack-{int(time.time())}.log"
+        argv, ready = processes.stack().argv(), answers(f"{self.base}/readyz")
+        self.proc, took = serve(
+            self.sup, "stack", argv, ready, env=self.env(), log_path=log, cwd=self.root,
+            timeout_s=timeout_s,
+        )  # fmt: skip
+        return took
+
+    def stop(self) -> None:
+        if self.proc is not None:
+            self.sup.stop(self.proc, 40)  # the launcher stops its children first
+            self.proc = None
+
+    def manage(self, *args: str) -> str:
+        out = subprocess.run(
+            processes.manage(*args).argv(),
+            cwd=self.root,
+            env=self.env(),
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return out.stdout.strip()
+
+
+def predict(base: str, token: str, **body: Any) -> tuple[float, dict[str, Any]]:
+    """Submit and wait for the final state; (latency ms as the client saw it, prediction)."""
+    headers = {"Authorization": f"Token {token}"}
+    start = time.perf_counter()
+    response = requests.post(f"{base}{PREDICTIONS}", json={**QUESTION, **body}, headers=headers)
+    response.raise_for_status()
+    prediction = response.json()
+    while prediction["status"] not in ("done", "failed"):
+        url = f"{base}{prediction['links']['self']}?wait=60"
+        prediction = requests.get(url, headers=headers, timeout=90).json()
+    latency = (time.perf_counter() - start) * 1000
+    if prediction["status"] != "done":
+        raise RuntimeError(f"prediction failed: {prediction['error']}")
+    return latency, prediction

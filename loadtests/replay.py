@@ -33,9 +33,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shutil
-import signal
 import sqlite3
 import subprocess
 import tempfile
@@ -55,8 +53,9 @@ from benchmarks.decisions import health as health_benchmark
 from benchmarks.decisions import promotion as promotion_benchmark
 from devstack import processes
 from devstack.redis import EmbeddedRedis, free_port
-from devstack.supervisor import spawn, stop_group
+from devstack.supervisor import Supervisor
 from loadtests import replay_analysis
+from loadtests.deployment import Stack
 from loadtests.latencies import percentile
 from loadtests.report import save
 from predictions.forecasting.calibration import load_calibration, seen_until_all
@@ -139,14 +138,12 @@ class Followers:
             thread.join(timeout=5)
 
 
-def start_stack(args: argparse.Namespace, var_dir: Path, redis_url: str, port: int) -> Any:
-    env = {
-        **os.environ,
-        "VAR_DIR": str(var_dir),
+def start_stack(args: argparse.Namespace, sup: Supervisor, var_dir: Path, redis_url: str) -> Stack:
+    settings = {
         # Its own SQLite file, whatever the shell says: the report reads it directly.
         "DATABASE_URL": f"sqlite:///{var_dir / 'db.sqlite3'}",
         "REDIS_URL": redis_url,
-        "PORT": str(port),
+        "WS_PORT": str(free_port()),
         "MARKET_CLOCK": "replay",
         "REPLAY_START": args.start,
         "REPLAY_AUTOSTART": "0",
@@ -158,24 +155,11 @@ def start_stack(args: argparse.Namespace, var_dir: Path, redis_url: str, port: i
         ),
         "PRECOMPUTE_CHECK_SECONDS": "2",
         "PRECOMPUTE_EVERY": "86400",
-        "PRICE_PROVIDERS": "sample",
         "FAULT_INJECTION": args.fault,
-        "MENTION_PROVIDERS": "sample",
     }
-    log = open(var_dir / "stack.log", "ab")  # noqa: SIM115 - closed when the stack ends
-    stack = spawn(processes.stack().argv(), env=env, log=log, die_with_parent=True)
-    base = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        if stack.poll() is not None:
-            raise RuntimeError(f"the stack exited; see {var_dir / 'stack.log'}")
-        try:
-            if requests.get(f"{base}/readyz", timeout=2).status_code == 200:
-                return stack, env
-        except requests.RequestException:
-            pass
-        time.sleep(0.5)
-    raise RuntimeError(f"the stack was not ready within 300 s; see {var_dir / 'stack.log'}")
+    stack = Stack(sup, var_dir, var_dir, extra=settings)
+    stack.start(timeout_s=300)
+    return stack
 
 
 def staff_token(env: dict[str, str]) -> str:
@@ -190,14 +174,14 @@ def replay(args: argparse.Namespace) -> dict[str, Any]:
     horizons = [int(h) for h in args.horizons.split(",")]
     var_dir = Path(tempfile.mkdtemp(prefix="replay-"))
     redis = EmbeddedRedis().start()
-    port = free_port()
-    stack, env = start_stack(args, var_dir, redis.url, port)
-    base = f"http://127.0.0.1:{port}"
+    sup = Supervisor(restart=False)
     followers = None
     try:
+        stack = start_stack(args, sup, var_dir, redis.url)
+        base, ws_port = stack.base, stack.extra["WS_PORT"]
         session = requests.Session()
-        session.headers["Authorization"] = f"Token {staff_token(env)}"
-        followers = Followers(f"ws://127.0.0.1:{port + 1}", base, symbols)
+        session.headers["Authorization"] = f"Token {staff_token(stack.env())}"
+        followers = Followers(f"ws://127.0.0.1:{ws_port}", base, symbols)
         clock = session.get(f"{base}/api/v1/clock/", timeout=10).json()
         started = time.monotonic()
         missed: list[str] = []
@@ -227,7 +211,7 @@ def replay(args: argparse.Namespace) -> dict[str, Any]:
     finally:
         if followers is not None:
             followers.close()
-        stop_group(stack, grace=60, sig=signal.SIGINT)  # the launcher stops its children
+        sup.stop(grace_s=60)  # the launcher stops its children
         redis.stop()
         if args.keep:
             print(f"the replay's database and logs are kept in {var_dir}")

@@ -3,7 +3,7 @@
     python -m loadtests.shadow_cost [--warm 12] [--rounds 2] [--modes off,on,judging]
                                     [--clock still|replay] [--root DIR]
 
-Each mode is a `make run` stack of its own (`loadtests.bench_api.Stack`: a private Redis
+Each mode is a `make run` stack of its own (`loadtests.deployment.Stack`: a private Redis
 and database; the market clock still, or with `--clock replay` as `make run` has it: a
 replay moving a day every 10 s with the watchlist refreshed on each), asked AAPL at 5
 days: two cold predictions
@@ -36,7 +36,7 @@ from typing import Any
 import requests
 
 from devstack.supervisor import Interrupted, Supervisor, handle_signals
-from loadtests.bench_api import REPORTS, ROOT, Stack, predict
+from loadtests.deployment import REPORTS, ROOT, Stack, predict
 from loadtests.latencies import percentile
 from loadtests.report import fmt, machine, save
 
