@@ -17,7 +17,7 @@ from predictions import market_clock, model_health, rate_limits
 from predictions.forecasting.base import MAX_HORIZON
 from predictions.symbols import InvalidSymbol, normalize_symbol
 from predictions.track_record_cache import cached_track_record
-from workers.market import control
+from serving.market_days import control
 
 MAX_WINDOW = 500
 

@@ -108,7 +108,7 @@ class PredictionSummarySerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
     def get_cache_hit(self, obj: PredictionRequest) -> bool:
-        return bool(self.context.get("cached") or obj.cache_hit)
+        return bool(self.context.get("cached"))
 
     def get_links(self, obj: PredictionRequest) -> dict[str, str]:
         """Paths, not absolute URLs: a stored answer is served to clients of any host name."""

@@ -1,4 +1,4 @@
-"""REST endpoints: thin views over the gate (`workers.gate.ask`) and the request table."""
+"""REST endpoints: thin views over the gate (`serving.gate.ask`) and the request table."""
 
 from __future__ import annotations
 
@@ -33,12 +33,12 @@ from api.serializers import (
 )
 from api.throttles import client_key
 from api.waiting import wait_slot
-from predictions import progress, rate_limits
+from predictions import rate_limits
 from predictions.models import PredictionRequest
 from predictions.prices.sample import SamplePriceProvider
 from predictions.symbols import InvalidSymbol, normalize_symbol
-from workers import gate
-from workers.gate import Client, Question
+from serving import awaiting, final, gate
+from serving.gate import Client, Question
 
 INCLUDE_PARAMETER = OpenApiParameter(
     "include",
@@ -200,16 +200,11 @@ class PredictionDetail(APIView):
         context = {"include_history": include_history(request), "staff": request.user.is_staff}
         prediction = self._get(id, request.user)
         if wait > 0 and not prediction.is_final:
-
-            def is_final() -> bool:
-                prediction.refresh_from_db()
-                return prediction.is_final
-
             with wait_slot(client_key(request)) as free:
                 if not free:
                     raise TooManyWaiting(free.reason, 503, WAIT_RETRY_SECONDS)
-                progress.wait_for_final(str(prediction.id), wait, is_final)
-        prediction.fail_if_stale()
+                awaiting.wait_for([prediction], wait)
+        final.fail_if_stale(prediction)
         return Response(PredictionDetailSerializer(prediction, context=context).data)
 
     @staticmethod

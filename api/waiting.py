@@ -6,7 +6,7 @@ Beyond PREDICTION_MAX_WAITERS a wait is refused with 503 and Retry-After, and cl
 follow the prediction's websocket or poll without waiting.
 
 The slots are shared fairly among the clients waiting now, as admission places are
-(`predictions/admission.py`): with n such clients (those holding a slot, those refused
+(`serving/admission.py`): with n such clients (those holding a slot, those refused
 for a full process in the last ASKING_SECONDS, and the asking one) a client may take a
 slot only while it holds fewer than PREDICTION_MAX_WAITERS // n, at least one. A fixed
 half per client let two clients take every slot. Alone, a client may hold half of them,
@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from predictions.admission import equal_share
+from serving.admission import equal_share
 
 ASKING_SECONDS = 5.0  # a refused client comes back within its Retry-After (2 s)
 _lock = threading.Lock()

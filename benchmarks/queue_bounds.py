@@ -1,7 +1,7 @@
 """What one hostile queue client costs the service, on private Redis servers of its own.
 
     python -m benchmarks.queue_bounds trim     # trim_read over 20,000 consumer groups
-    python -m benchmarks.queue_bounds flood    # 5 s of 256 KiB entries against serve_queue
+    python -m benchmarks.queue_bounds flood    # 5 s of 256 KiB entries against serve_stream
 
 `trim`: one client's output stream with 20,000 groups, each holding one unacknowledged
 answer (made as the client does: XGROUP CREATE + XREADGROUP); times `trim_read` against
@@ -10,10 +10,10 @@ redis-server.
 
 `flood`: a main Redis as the playbooks ran it before (60 MB, `noeviction`), the queue's
 own (128 MB, `noeviction`), a migrated throwaway SQLite database, two registered clients
-and a real `serve_queue`. For 5 s `billing` writes 256 KiB entries to its input stream as
+and a real `serve_stream`. For 5 s `billing` writes 256 KiB entries to its input stream as
 fast as it can while the service INCRs and LPUSHes on the main Redis every 50 ms and
 `acme` asks a question every 200 ms. Prints what billing wrote and what was refused, the
-queue Redis's peak memory, the main Redis's writes, acme's answers, and `queue_clients list`.
+queue Redis's peak memory, the main Redis's writes, acme's answers, and `stream_clients list`.
 Figures: docs/clients.md, "Bounds".
 """
 
@@ -62,7 +62,7 @@ def trim() -> None:
     import django
 
     django.setup()
-    from workers.queue_bounds import trim_read
+    from serving.stream_bounds import trim_read
 
     try:
         client = redis.Redis.from_url(server.url)
@@ -104,7 +104,7 @@ def flood(seconds: float = 5.0) -> None:
         manage("migrate", "-v", "0")
         urls = {}
         for name in ("billing", "acme"):
-            printed = manage("queue_clients", "add", name).splitlines()
+            printed = manage("stream_clients", "add", name).splitlines()
             urls[name] = next(line for line in printed if line.startswith("redis://"))
         with open(f"{var}/queue.log", "ab") as log:
             consumer = spawn(processes.queue().argv(), env=env, log=log)
@@ -112,9 +112,9 @@ def flood(seconds: float = 5.0) -> None:
 
         InputQueue(urls["acme"], client="acme").enqueue("ready", symbol="!!", horizon=1)
         if OutputQueue(urls["acme"], client="acme").query("ready", timeout=120) is None:
-            raise RuntimeError(f"serve_queue did not answer (see {var}/queue.log)")
+            raise RuntimeError(f"serve_stream did not answer (see {var}/queue.log)")
         figures = _flood(urls, main.url, queue.url, seconds)
-        figures["queue_clients list"] = json.loads(manage("queue_clients", "list"))
+        figures["stream_clients list"] = json.loads(manage("stream_clients", "list"))
         print(json.dumps(figures, indent=1))
     finally:
         if consumer is not None:

@@ -81,6 +81,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "channels",
     "predictions",
+    "serving",
     "workers",
     "api",
     "provisioning",
@@ -192,14 +193,14 @@ REGISTRY_KEEP_GENERATIONS = env_int("REGISTRY_KEEP_GENERATIONS", 3, minimum=1)
 # as soon as it is trained.
 REGISTRY_SHADOW = env_bool("REGISTRY_SHADOW", True)
 
-# Admission control (predictions/admission.py): pipelines queued or running at once.
+# Admission control (serving/admission.py): pipelines queued or running at once.
 # 0 derives the bound from the live workers: ADMISSION_PER_PROCESS per model process.
 ADMISSION_MAX_IN_FLIGHT = env_int("ADMISSION_MAX_IN_FLIGHT", 0, minimum=0)
 ADMISSION_PER_PROCESS = env_int("ADMISSION_PER_PROCESS", 4, minimum=1)
 ADMISSION_CLIENT_SHARE = env_float("ADMISSION_CLIENT_SHARE", 0.5, minimum=0.01)
 # Retry-After when nothing finished in the last minute to measure a drain rate from.
 ADMISSION_RETRY_AFTER_IDLE = env_int("ADMISSION_RETRY_AFTER_IDLE", 5, minimum=1)
-# Questions in flight one client may follow (join) at once; beyond, 429 (predictions/follows.py).
+# Questions in flight one client may follow (join) at once; beyond, 429 (serving/follows.py).
 JOIN_MAX_PER_CLIENT = env_int("JOIN_MAX_PER_CLIENT", 20, minimum=1)
 # Finished requests are deleted this many days after their deadline, in batches, by the
 # sweeper every PREDICTION_PRUNE_SECONDS; what forecasts of record use stays
@@ -239,10 +240,10 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_DB_REUSE_MAX = 1000
 CELERY_TASK_DEFAULT_QUEUE = "cpu"
 # Each task's queue when sent without one: a router function, named (not imported) here.
-CELERY_TASK_ROUTES = ("workers.signatures.route_task",)
+CELERY_TASK_ROUTES = ("serving.signatures.route_task",)
 CELERY_TASK_TRACK_STARTED = True
 CELERY_WORKER_SEND_TASK_EVENTS = True
-# --- Hybrid precompute (workers/watchlist.py): these questions are answered before anyone
+# --- Hybrid precompute (serving/watchlist.py): these questions are answered before anyone
 # asks, refreshed when new bars arrive and every PRECOMPUTE_EVERY seconds, as a client of
 # admission control and of the broker's queues like the others. Empty symbols: off.
 PRECOMPUTE_SYMBOLS = env_list("PRECOMPUTE_SYMBOLS", ["AAPL", "MSFT", "GOOG"])
@@ -414,7 +415,7 @@ SPECTACULAR_SETTINGS = {
 # and how many instances one call may carry.
 TFSERVING_MAX_WAIT = env_int("TFSERVING_MAX_WAIT", 30, minimum=1)
 TFSERVING_MAX_INSTANCES = env_int("TFSERVING_MAX_INSTANCES", 32, minimum=1)
-# The queue client's consumer (`manage.py serve_queue`, workers/queue_consumer.py): a
+# The queue client's consumer (`manage.py serve_stream`, serving/stream_consumer.py): a
 # message held this long by a consumer that stopped refreshing it is claimed by another;
 # answers are kept this long per request id; the dead-letter stream keeps about this many;
 # entries one consumer reads from each client's input stream per step.

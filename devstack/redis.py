@@ -65,7 +65,7 @@ def redis_server_argv(
     with `maxmemory_mb`, at most that much data, then `policy`.
 
     With `acl`, users live in `<workdir>/users.acl` (the queue's clients, `manage.py
-    queue_clients`, survive a restart), the default user's password hashed in it: an ACL
+    stream_clients`, survive a restart), the default user's password hashed in it: an ACL
     file makes Redis ignore --requirepass, and the password stays out of `ps`."""
     argv = [redis_server_binary(), "--port", str(port), "--bind", "127.0.0.1"]
     argv += redis_persistence() if persist else ["--save", "", "--appendonly", "no"]

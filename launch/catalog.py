@@ -104,7 +104,7 @@ def sweeper(every: object = 10) -> Command:
 def queue() -> Command:
     """The queue client's consumer: questions from a Redis Stream, answers to another.
     Any number may run (a consumer group shares the questions)."""
-    return _command("manage.py", "serve_queue")
+    return _command("manage.py", "serve_stream")
 
 
 # Redis is not a Python process, but its memory rules are written once here too: make run's

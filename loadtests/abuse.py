@@ -103,7 +103,7 @@ def process_env(stack: Stack) -> dict[str, str]:
     found: dict[str, str] = {}
     for child in psutil.Process(stack.proc.pid).children(recursive=True):
         try:
-            if "serve_queue" in " ".join(child.cmdline()):
+            if "serve_stream" in " ".join(child.cmdline()):
                 return dict(child.environ())
             if not found and "REDIS_URL" in (env := child.environ()):
                 found = dict(env)
@@ -152,11 +152,11 @@ def manage(stack: Stack, env: dict[str, str], *args: str) -> str:
 
 
 def register(stack: Stack, env: dict[str, str], name: str) -> str:
-    """`queue_clients add NAME`: the client's Redis URL, as an operator hands it over."""
-    printed = manage(stack, env, "queue_clients", "add", name)
+    """`stream_clients add NAME`: the client's Redis URL, as an operator hands it over."""
+    printed = manage(stack, env, "stream_clients", "add", name)
     urls = re.findall(r"redis://\S+", printed)
     if not urls:
-        raise RuntimeError(f"queue_clients add {name} printed no URL: {printed!r}")
+        raise RuntimeError(f"stream_clients add {name} printed no URL: {printed!r}")
     return urls[0]
 
 

@@ -105,6 +105,7 @@ class Bench:
 
     def direct(self) -> float:
         from predictions import price_store, results
+        from serving import final
         from workers import stages
 
         request = self._request(strategy="direct")
@@ -124,11 +125,11 @@ class Bench:
             {"kind": "sentiment", "ok": True, "sentiment": summary, "stage": clock.finish()}
         )
         result = results.assemble(request, parts, prices_stage, _Clock("combine").finish)
-        request.mark_done(result)
+        final.finish(request, result)
         return (time.perf_counter() - start) * 1000
 
     def pipeline(self) -> float:
-        from workers import pipeline
+        from serving import pipeline
 
         request = self._request(strategy="chord")
         start = time.perf_counter()
@@ -269,7 +270,7 @@ def _run(sup: Supervisor, args: argparse.Namespace, var_dir: Path) -> dict[str, 
 
     django.setup()
     from loadtests import noop_stages
-    from workers import presence
+    from serving import presence
 
     noop_stages.install()
     deadline = time.monotonic() + 120

@@ -5,8 +5,8 @@ from predictions.models import PredictionRequest, PriceSnapshot
 
 @admin.register(PredictionRequest)
 class PredictionRequestAdmin(admin.ModelAdmin):
-    list_display = ("id", "symbol", "horizon", "strategy", "status", "cache_hit", "created_at")
-    list_filter = ("status", "strategy", "cache_hit")
+    list_display = ("id", "symbol", "horizon", "strategy", "status", "created_at")
+    list_filter = ("status", "strategy")
     search_fields = ("symbol", "id")
     readonly_fields = [f.name for f in PredictionRequest._meta.fields]
 

@@ -9,8 +9,13 @@ so a render of an older prediction that races with it can never be stored over i
 
 from __future__ import annotations
 
-from django.conf import settings
+from datetime import UTC, datetime, timedelta
 
+from django.conf import settings
+from django.utils import timezone
+
+from predictions import market_clock
+from predictions.models import PredictionRequest
 from predictions.redis_client import get_redis, script, text
 
 PREFIX = "stockserve:answer"
@@ -89,6 +94,20 @@ def changed_at(symbol: str) -> float | None:
     raw = get_redis().mget(_changed_key(symbol), ALL_CHANGED_KEY)
     values = [float(text(value)) for value in raw if value is not None]
     return max(values) if values else None
+
+
+def newest_answer(symbol: str, horizon: int) -> PredictionRequest | None:
+    """The newest prediction the pipeline finished for this question while fresh: within
+    PREDICTION_CACHE_TTL, and (in a replay) since the market clock's last new day and the
+    symbol's last change of serving generation (older ones saw older bars or models)."""
+    fresh_since = timezone.now() - timedelta(seconds=settings.PREDICTION_CACHE_TTL)
+    day_began = market_clock.day_began()
+    if day_began is not None:
+        fresh_since = max(fresh_since, day_began)
+    changed = changed_at(symbol)
+    if changed is not None:
+        fresh_since = max(fresh_since, datetime.fromtimestamp(changed, tz=UTC))
+    return PredictionRequest.objects.answer_for(symbol, horizon, fresh_since)
 
 
 def supersede_all(version: float) -> int:

@@ -57,12 +57,15 @@ def count_cache_hit(pipe: Any) -> None:
         pipe.hincrby(METRICS_KEY, field_name, 1)
 
 
+def count_cache_miss(pipe: Any) -> None:
+    """A person's question the cache could have answered and did not (`serving.gate`)."""
+    pipe.hincrby(METRICS_KEY, f"cache{SEP}miss", 1)
+
+
 def count_request(pipe: Any, event: dict[str, Any]) -> None:
     """Queue the increments for one request-level event (submitted, done, failed)."""
     kind = event["event"]
     pipe.hincrby(METRICS_KEY, f"req{SEP}{kind}", 1)
-    if kind == "submitted" and event.get("use_cache", True):
-        pipe.hincrby(METRICS_KEY, f"cache{SEP}miss", 1)
     latency_ms = event.get("latency_ms")
     if latency_ms is not None and kind in ("done", "failed"):
         seconds = max(0.0, float(latency_ms) / 1000)

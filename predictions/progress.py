@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable
 from typing import Any
 
 from redis.exceptions import RedisError
@@ -22,14 +21,14 @@ logger = logging.getLogger(__name__)
 EVENTS_CHANNEL = b"stockserve:events"
 STAGES_TTL_SECONDS = 3600
 FINAL_EVENTS = ("done", "failed")
-RECHECK_SECONDS = 1.0  # a waiter re-reads the row this often, in case a message was missed
 
 
 def _stages_key(request_id: str) -> str:
     return f"stockserve:stages:{request_id}"
 
 
-def _final_channel(request_id: str) -> str:
+def final_channel(request_id: str) -> str:
+    """Where a request's final event is published: whoever waits for it listens here."""
     return f"stockserve:final:{request_id}"
 
 
@@ -83,7 +82,7 @@ def publish_request(event: str, request: Any, **extra: Any) -> None:
             "symbol": request.symbol,
             "horizon": request.horizon,
             "strategy": request.strategy,
-            "cache_hit": bool(request.cache_hit),
+            "cache_hit": event == "cached",
             "precomputed": bool(getattr(request, "precomputed", False)),
             "created_at": round(created, 4),
             "at": round(now, 4),
@@ -93,30 +92,11 @@ def publish_request(event: str, request: Any, **extra: Any) -> None:
         pipe = get_redis().pipeline(transaction=False)
         pipe.publish(EVENTS_CHANNEL, json.dumps(payload))
         if event in FINAL_EVENTS:
-            pipe.publish(_final_channel(payload["request_id"]), event)
+            pipe.publish(final_channel(payload["request_id"]), event)
         event_metrics.count_request(pipe, payload)
         pipe.execute()
     except RedisError as exc:  # live events are best-effort; the request row is the truth
         logger.warning("%s event of %s not published: %s", event, request.id, exc)
-
-
-def wait_for_final(request_id: str, seconds: float, is_final: Callable[[], bool]) -> None:
-    """Return once `is_final()` (a read of the row) says so, or after `seconds`.
-
-    Woken by the request's own channel the moment it ends, instead of polling the database
-    on a timer (each poll step would be added to every waited answer).
-    """
-    deadline = time.monotonic() + seconds
-    pubsub = get_redis().pubsub(ignore_subscribe_messages=True)
-    try:
-        pubsub.subscribe(_final_channel(request_id))
-        while not is_final():
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                return
-            pubsub.get_message(timeout=min(remaining, RECHECK_SECONDS))
-    finally:
-        pubsub.close()
 
 
 def stages(request_id: str) -> list[dict[str, Any]]:

@@ -22,7 +22,7 @@ from django.views.decorators.http import require_GET, require_POST
 from predictions import json_body
 from provisioning import hosts, inventory, runner
 from provisioning.models import ProvisioningRun, ScalingDecision
-from workers.routing import QUEUES
+from serving.routing import QUEUES
 
 RECENT_RUNS = 15
 RECENT_DECISIONS = 30

@@ -65,7 +65,7 @@ def _clean_redis_state() -> Iterator[None]:
     """
     from predictions.model_registry import forget_runs
     from predictions.redis_client import get_redis
-    from workers import routing
+    from serving import routing
 
     redis = get_redis()
     patterns = (
@@ -109,17 +109,17 @@ def replay(settings) -> Iterator[None]:
     from predictions import market_clock
     from predictions.redis_client import get_redis
     from predictions.sources import price_chain
-    from workers import market
+    from serving import market_days
 
     settings.MARKET_CLOCK = "replay"
     settings.REPLAY_START = date(2013, 1, 2)
     settings.REPLAY_AUTOSTART = False
     settings.PRECOMPUTE_SYMBOLS = []
-    get_redis().delete(market_clock.KEY, market.SEEN_KEY)
+    get_redis().delete(market_clock.KEY, market_days.SEEN_KEY)
     price_chain.cache_clear()
     market_clock.state()  # the replay starts now: answers from before it saw other bars
     yield
-    get_redis().delete(market_clock.KEY, market.SEEN_KEY)
+    get_redis().delete(market_clock.KEY, market_days.SEEN_KEY)
     price_chain.cache_clear()
 
 

@@ -121,7 +121,6 @@ def _request_snapshot(request_id: str, user: Any) -> dict[str, Any] | None:
         "id": request_id,
         "symbol": request.symbol,
         "status": request.status,
-        "cache_hit": request.cache_hit,
         "latency_ms": request.latency_ms,
         "error": request.error,
         "stages": stages,

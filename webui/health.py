@@ -16,8 +16,8 @@ from django.http import HttpRequest, JsonResponse
 from django.views.decorators.http import require_GET
 
 from predictions.redis_client import get_redis
-from workers import presence
-from workers.routing import REQUIRED_QUEUES
+from serving import presence
+from serving.routing import REQUIRED_QUEUES
 
 NOT_READY_RETRY_SECONDS = 2
 

@@ -6,5 +6,5 @@ class WorkersConfig(AppConfig):
     verbose_name = "Workers"
 
     def ready(self) -> None:
-        # Connects the Celery signal handlers; registers the queue's Redis system check.
-        from workers import lifecycle, queue_redis  # noqa: F401
+        # Connects the Celery signal handlers.
+        from workers import lifecycle  # noqa: F401

@@ -18,6 +18,7 @@ from predictions import results
 from predictions.models import PredictionRequest
 from predictions.prices import PriceHistory
 from predictions.results import ModelPart, Part, SentimentPart, StageRecord
+from serving import final
 from workers import faults, shadows, stages
 from workers.stage_clock import StageClock
 
@@ -84,10 +85,10 @@ def finish(
     except Exception as exc:
         log.exception("combine failed for %s", request.id)
         clock.finish("error", str(exc))
-        request.mark_failed(f"Could not combine the forecasts: {exc}")
+        final.fail(request, f"Could not combine the forecasts: {exc}")
         return {"ok": False, "error": str(exc)}
     result.update(extra or {})
-    if request.mark_done(result):
+    if final.finish(request, result):
         try:
             shadows.after_answer(request, result)
         except Exception:  # the answer stands; its record only lacks a shadow's forecast

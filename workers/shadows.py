@@ -23,7 +23,8 @@ from predictions.models import ForecastRecord, PredictionRequest, PriceSnapshot
 from predictions.prices import PriceDataError, PriceHistory
 from predictions.redis_client import get_redis
 from predictions.sources import price_chain
-from workers import routing, stages
+from serving import routing
+from workers import stages
 
 log = logging.getLogger(__name__)
 FORECAST_SHADOW = "workers.shadows.forecast_shadow"

@@ -18,7 +18,8 @@ from predictions import price_store
 from predictions.models import PredictionRequest
 from predictions.prices import PriceDataError
 from predictions.results import ModelPart, Part, SentimentPart, StageRecord
-from workers import parts, recovery, stages, watchlist
+from serving import final, recovery, watchlist
+from workers import parts, stages
 from workers.stage_clock import StageClock
 from workers.strategies import cascade, centralized, strategy_for
 
@@ -45,7 +46,7 @@ def fetch_prices(self: Any, request_id: str) -> dict[str, Any] | None:
         history = stages.fetch_history(request.symbol)
     except (PriceDataError, SoftTimeLimitExceeded) as exc:
         stage = clock.finish("error", str(exc))
-        request.mark_failed(f"Price data unavailable: {exc}")
+        final.fail(request, f"Price data unavailable: {exc}")
         return {"ok": False, "error": str(exc), "stage": stage}
     key = price_store.save(history)
     PredictionRequest.objects.filter(id=request_id).update(
@@ -89,7 +90,7 @@ def chord_failed(task_request: Any, exc: Exception, traceback: Any, request_id: 
     reason = f"its chord broke on the store ({exc!r})"[:300]
     if recovery.broken_by_the_store(exc) and recovery.dispatch_again(request, reason):
         return
-    request.mark_failed(f"The pipeline failed unexpectedly: {exc!r}")
+    final.fail(request, f"The pipeline failed unexpectedly: {exc!r}")
 
 
 @shared_task(bind=True, name="workers.tasks.run_centralized", ignore_result=False)
@@ -127,6 +128,6 @@ def cascade_finish(
 
 @shared_task(name="workers.tasks.refresh_watchlist")
 def refresh_watchlist() -> dict[str, Any]:
-    """Beat's job: start what the watchlist needs (`workers.watchlist`)."""
+    """Beat's job: start what the watchlist needs (`serving.watchlist`)."""
     outcome = watchlist.refresh()
     return {"started": outcome.started, "fresh": outcome.fresh, "deferred": outcome.deferred}

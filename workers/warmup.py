@@ -14,7 +14,7 @@ import time
 
 from django.conf import settings
 
-from workers.routing import CPU, GPU, IO
+from serving.routing import CPU, GPU, IO
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ def _warm_messaging_and_database() -> None:
     from django.db import connection
 
     from predictions.models import ModelGeneration, PredictionRequest, PriceSnapshot, StoredRun
-    from workers.pipeline import warm_up_dispatch
+    from serving.pipeline import warm_up_dispatch
 
     warm_up_dispatch()
     for model in (PredictionRequest, ModelGeneration, PriceSnapshot, StoredRun):

@@ -9,8 +9,6 @@ control.
 
 from __future__ import annotations
 
-import time
-
 from django.conf import settings
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, extend_schema
@@ -24,10 +22,10 @@ from api.tfserving.outputs import ENSEMBLE, ENSEMBLE_VERSION, NotServable, membe
 from api.tfserving.status import model_versions, signature
 from api.throttles import client_key
 from api.waiting import wait_slot
-from predictions import json_body, progress
+from predictions import json_body
 from predictions.models import PredictionRequest
-from workers import gate
-from workers.gate import Client, Question
+from serving import awaiting, gate
+from serving.gate import Client, Question
 
 STILL_COMPUTING_RETRY_SECONDS = 2
 FAILED_RETRY_SECONDS = 10
@@ -163,23 +161,11 @@ class Predict(TFServingView):
     ) -> Response | None:
         """Wait for the pipelines this call started or joined; an error response if any is
         not done in time or failed."""
-        deadline = time.monotonic() + settings.TFSERVING_MAX_WAIT
         with wait_slot(client) as free:
-            for request in asked.values():
-                if not free:
-                    break
-
-                def is_final(request: PredictionRequest = request) -> bool:
-                    request.refresh_from_db()
-                    return request.is_final
-
-                progress.wait_for_final(
-                    str(request.id), max(0.0, deadline - time.monotonic()), is_final
-                )
+            awaiting.wait_for(asked.values(), settings.TFSERVING_MAX_WAIT if free else 0.0)
         unfinished, failed = [], []
         for question, request in asked.items():
-            request.refresh_from_db()
-            answer = request.answered_by or request
+            answer = awaiting.answer_of(request)
             label = f"{question.symbol} h={question.horizon} (request {request.id})"
             if not request.is_final:
                 unfinished.append(label)

@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from predictions import admission
 from predictions.models import PredictionRequest
+from serving import admission, final
 from tests.support.api import finished_prediction
 
 URL = "/api/v1/predictions/"
@@ -60,15 +60,15 @@ def test_a_finished_request_frees_its_place(api_client, four_in_flight):
     first = ask(api_client, 1).json()
     assert ask(api_client, 2).status_code == 202
     assert ask(api_client, 3).status_code == 429
-    PredictionRequest.objects.get(id=first["id"]).mark_done({"stages": []})
+    final.finish(PredictionRequest.objects.get(id=first["id"]), {"stages": []})
     assert ask(api_client, 3).status_code == 202
 
 
 def test_a_failed_or_swept_request_frees_its_place(api_client, four_in_flight):
     first, second = ask(api_client, 1).json(), ask(api_client, 2).json()
-    PredictionRequest.objects.get(id=first["id"]).mark_failed("test")
+    final.fail(PredictionRequest.objects.get(id=first["id"]), "test")
     PredictionRequest.objects.filter(id=second["id"]).update(deadline="2000-01-01T00:00Z")
-    assert PredictionRequest.objects.fail_stale() == 1
+    assert final.fail_stale() == 1
     assert [ask(api_client, h).status_code for h in (3, 4)] == [202, 202]
 
 

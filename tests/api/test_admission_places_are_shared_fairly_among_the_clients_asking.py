@@ -10,8 +10,8 @@ import re
 
 import pytest
 
-from predictions import admission
 from predictions.models import PredictionRequest
+from serving import admission, final
 
 URL = "/api/v1/predictions/"
 pytestmark = pytest.mark.django_db
@@ -40,7 +40,7 @@ def take(api_client, address: str, horizons: range) -> list[str]:
 
 
 def finish(request_id: str) -> None:
-    PredictionRequest.objects.get(id=request_id).mark_done({"stages": []})
+    final.finish(PredictionRequest.objects.get(id=request_id), {"stages": []})
 
 
 def numbers_in(sentence: str) -> set[int]:

@@ -1,4 +1,4 @@
-"""REST, TF Serving, the stream consumer, batch and the watchlist all ask `workers.gate.ask`:
+"""REST, TF Serving, the stream consumer, batch and the watchlist all ask `serving.gate.ask`:
 the same question gets the same answer, joins the same leader and meets the same
 admission decision whichever way it came in (the fast path serves the gate's own bytes).
 
@@ -13,15 +13,14 @@ import json
 import pytest
 from stockserve_client import protocol
 
-from predictions import admission
 from predictions.models import PredictionRequest
 from predictions.redis_client import get_redis
+from serving import admission, gate, watchlist
+from serving.batch.runner import BatchRunner
+from serving.stream_consumer import StreamConsumer
 from tests.support import wsgi
 from tests.support.api import finished_prediction
 from tests.support.queue import clear_queue
-from workers import gate, watchlist
-from workers.batch.runner import BatchRunner
-from workers.queue_consumer import QueueConsumer
 
 pytestmark = pytest.mark.django_db
 URL = "/api/v1/predictions/"
@@ -61,11 +60,11 @@ def via_tfserving(client) -> tuple[int, dict]:
     return response.status_code, response.json()
 
 
-def via_stream(request_id: str) -> tuple[QueueConsumer, dict | None]:
+def via_stream(request_id: str) -> tuple[StreamConsumer, dict | None]:
     """One step of an in-process consumer; the answer it wrote, if it wrote one."""
     redis = get_redis()
     redis.xadd(protocol.INPUT_STREAM, {"request_id": request_id, "symbol": "AAPL", "horizon": 2})
-    consumer = QueueConsumer(f"gate-test-{request_id}")
+    consumer = StreamConsumer(f"gate-test-{request_id}")
     consumer.step(block_ms=100)
     written = redis.get(protocol.answer_key(request_id))
     return consumer, json.loads(written) if written else None
@@ -143,6 +142,6 @@ def test_at_capacity_every_entry_point_meets_the_same_refusal(api_client, client
     assert isinstance(batched, gate.Refused) and busy in batched.reason
     assert PredictionRequest.objects.count() == before  # a refusal creates nothing
     # The watchlist is a client of the same gate and meets the same refusal.
-    outcome = gate.ask(gate.Question("MSFT", 3, cached=False), watchlist.WATCHLIST)
+    outcome = gate.ask(gate.Question("MSFT", 3, cached=False), watchlist.client())
     assert isinstance(outcome, gate.Refused) and busy in outcome.reason
     assert PredictionRequest.objects.count() == before

@@ -7,9 +7,9 @@ import pytest
 from kombu.exceptions import OperationalError as BrokerError
 
 from predictions.models import PredictionRequest
+from serving import pipeline
 from tests.support import wsgi
 from tests.support.api import finished_prediction
-from workers import pipeline
 
 pytestmark = pytest.mark.django_db
 URL = "/api/v1/predictions/"
@@ -51,10 +51,10 @@ def broker_down(monkeypatch):
     """The broker refuses the first task, as kombu reports a connection refused."""
 
     class Down:
-        def dispatch(self, request):
+        def apply_async(self):
             raise BrokerError("Error 111 connecting to 127.0.0.1:6399. Connection refused.")
 
-    monkeypatch.setattr(pipeline, "strategy_for", lambda name: Down())
+    monkeypatch.setattr(pipeline.signatures, "first_task", lambda request: Down())
 
 
 @pytest.mark.django_db(transaction=True)  # autocommit: dispatch runs inside the request

@@ -11,7 +11,8 @@ import pytest
 from django.db import connection
 
 from predictions.models import PredictionRequest
-from predictions.submission import Admission, submit
+from serving import final
+from serving.submission import Admission, submit
 
 URL = "/api/v1/predictions/"
 pytestmark = pytest.mark.django_db
@@ -55,7 +56,7 @@ def test_a_client_follows_at_most_its_bound_and_others_still_may(api_client, set
     assert ask(api_client, "MSFT", 3, "10.0.0.2").status_code == 202  # another client
     assert PredictionRequest.objects.filter(answered_by=questions[2]).count() == 1
 
-    questions[0].mark_done({"stages": []})  # one it followed ended: it no longer counts
+    final.finish(questions[0], {"stages": []})  # one it followed ended: it no longer counts
     again = ask(api_client, "MSFT", 3, "10.0.0.1")
     assert again.status_code == 202 and again.json()["answered_by"] == str(questions[2].id)
 
@@ -78,7 +79,7 @@ def test_eight_identical_asks_at_once_from_one_client_make_one_follower():
         barrier.wait()
         try:
             gate = Admission("anon:10.0.0.8", limit=8)
-            outcomes.append(submit("GOOG", 6, first.strategy, gate=gate).request.id)
+            outcomes.append(submit("GOOG", 6, first.strategy, admission=gate).request.id)
         except Exception as exc:  # collected: the assertion below shows it
             outcomes.append(exc)
         finally:

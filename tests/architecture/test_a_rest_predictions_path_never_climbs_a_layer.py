@@ -27,7 +27,7 @@ def test_a_rest_prediction_enters_each_layer_from_above(api_client):
 
 
 def test_the_gates_leg_enters_each_layer_from_above(api_client):
-    from workers import gate
+    from serving import gate
 
     warm = gate.ask(gate.Question("AAPL", 5), gate.Client("anon:192.0.2.1"))
     assert isinstance(warm, gate.Queued)

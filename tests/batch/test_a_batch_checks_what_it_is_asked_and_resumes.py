@@ -9,8 +9,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from predictions.models import PredictionRequest
-from workers.batch.files import Output
-from workers.batch.rows import COLUMNS
+from serving.batch.files import Output
+from serving.batch.rows import COLUMNS
 
 pytestmark = pytest.mark.django_db
 

@@ -10,6 +10,7 @@ import re
 
 import pytest
 
+from serving import market_days
 from tests.market.test_forecasts_of_record_are_scored_once_when_their_days_come import finished
 from workers import market
 
@@ -21,7 +22,7 @@ def test_one_scored_day_gets_day_ticks_not_times(page, live_server, replay):
     errors: list[str] = []
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     finished("IBM", "2013-01-02", 192.6, [193.0])
-    market.control("step", {"days": 1})
+    market_days.control("step", {"days": 1})
     market.score_forecasts()
 
     page.goto(f"{live_server.url}/track-record/?symbol=IBM&horizon=1")

@@ -10,8 +10,8 @@ import pytest
 from stockserve_client import InputQueue, protocol
 
 from predictions.models import PredictionRequest
+from serving.stream_consumer import StreamConsumer
 from tests.support.queue import answer_of, named_clients
-from workers.queue_consumer import QueueConsumer
 
 pytestmark = pytest.mark.django_db
 
@@ -26,7 +26,7 @@ def test_joins_beyond_the_bound_are_refused_and_another_client_is_served(setting
         billing = InputQueue(urls["billing"], client="billing")
         for request_id in ("b-1", "b-2", "b-3"):
             billing.enqueue(request_id, symbol="AAPL", horizon=2)
-        consumer = QueueConsumer("pending-1")
+        consumer = StreamConsumer("pending-1")
         consumer.step(block_ms=100)
         InputQueue(urls["acme"], client="acme").enqueue("a-1", symbol="AAPL", horizon=2)
         consumer.step(block_ms=100)

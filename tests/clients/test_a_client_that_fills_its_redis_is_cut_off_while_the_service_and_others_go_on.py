@@ -3,7 +3,7 @@ Redis (QUEUE_REDIS_URL, `maxmemory` with `noeviction`, as `make run` and the pla
 start it) it fills only that one, so the service's own writes to the main Redis (a
 throttle's INCR, the broker's LPUSH) go on; at the consumer's next step the client, over
 its memory bound, is cut off (its user switched off, its connections closed, its waiting
-entries dropped, a log line, `queue_clients list` says why) and another client's question
+entries dropped, a log line, `stream_clients list` says why) and another client's question
 is answered; after the cooldown its user is on again. Before, the same writes to the main
 Redis made every REST request a 503 and stopped the broker. Real Redis servers."""
 
@@ -21,11 +21,11 @@ from stockserve_client import InputQueue, OutputQueue, protocol
 
 from devstack.redis import EmbeddedRedis
 from predictions.redis_client import get_redis
+from serving import stream_bounds
+from serving.stream_consumer import StreamConsumer
+from serving.stream_redis import get_queue_redis
 from tests.support.api import finished_prediction
 from tests.support.queue import named_clients
-from workers import queue_bounds
-from workers.queue_consumer import QueueConsumer
-from workers.queue_redis import get_queue_redis
 
 pytestmark = pytest.mark.django_db
 ENTRY = {"request_id": "junk", "symbol": "IBM", "horizon": "3", "padding": "x" * 256 * 1024}
@@ -54,7 +54,7 @@ def fill(url: str) -> int:
 
 def listed() -> dict[str, dict]:
     out = io.StringIO()
-    call_command("queue_clients", "list", stdout=out)
+    call_command("stream_clients", "list", stdout=out)
     return {state["name"]: state for state in json.loads(out.getvalue())}
 
 
@@ -62,7 +62,7 @@ def test_the_filler_is_cut_off_and_everyone_else_goes_on(queue_redis, settings, 
     settings.QUEUE_CLIENT_MAX_MEMORY_MB, settings.QUEUE_CLIENT_COOLDOWN = 4, 300
     finished_prediction("IBM", 3)
     with named_clients("billing", "acme") as urls:
-        consumer = QueueConsumer("fill-1")
+        consumer = StreamConsumer("fill-1")
         written = fill(urls["billing"])
         assert 30 < written < 64  # 16 MB of 256 KiB entries, less what Redis itself holds
 
@@ -71,7 +71,7 @@ def test_the_filler_is_cut_off_and_everyone_else_goes_on(queue_redis, settings, 
         assert service.lpush("fill-test-queue", "a task") == 1
         service.delete("stockserve:throttle:fill-test", "fill-test-queue")
 
-        with caplog.at_level(logging.WARNING, logger="workers.queue_bounds"):
+        with caplog.at_level(logging.WARNING, logger="serving.stream_bounds"):
             consumer.step(block_ms=100)
         assert "queue client billing cut off for 300 s" in caplog.text
         state = listed()["billing"]
@@ -86,7 +86,9 @@ def test_the_filler_is_cut_off_and_everyone_else_goes_on(queue_redis, settings, 
         answer = OutputQueue(urls["acme"], client="acme").query("a-1", timeout=1)
         assert answer is not None and answer.status == protocol.DONE
 
-        assert queue_bounds.switch_on_again(get_queue_redis(), now=time.time() + 301) == ["billing"]
+        assert stream_bounds.switch_on_again(get_queue_redis(), now=time.time() + 301) == [
+            "billing"
+        ]
         assert listed()["billing"] == {"name": "billing", "user": "on"}
         assert redis.Redis.from_url(urls["billing"]).ping()
 
@@ -94,7 +96,7 @@ def test_the_filler_is_cut_off_and_everyone_else_goes_on(queue_redis, settings, 
 def test_a_client_within_its_bound_is_left_alone(queue_redis, settings):
     settings.QUEUE_CLIENT_MAX_MEMORY_MB = 4
     with named_clients("billing") as urls:
-        consumer = QueueConsumer("fill-2")
+        consumer = StreamConsumer("fill-2")
         client = redis.Redis.from_url(urls["billing"])
         for _ in range(8):  # 2 MB waiting: within 4 MB
             client.xadd(protocol.client_keys("billing").input, ENTRY)  # type: ignore[arg-type]

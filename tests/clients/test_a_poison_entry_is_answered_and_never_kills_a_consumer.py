@@ -11,19 +11,19 @@ from django.db import OperationalError
 from stockserve_client import InputQueue, OutputQueue, protocol
 
 from predictions.redis_client import get_redis
+from serving import gate, stream_consumer
+from serving.stream_consumer import DEAD_LETTER_STREAM, StreamConsumer
 from tests.support.api import finished_prediction
 from tests.support.queue import clear_queue, consumer
-from workers import gate, queue_consumer
-from workers.queue_consumer import DEAD_LETTER_STREAM, QueueConsumer
 
 
 @pytest.fixture(autouse=True)
 def _empty():
     clear_queue()
-    get_redis().delete(DEAD_LETTER_STREAM, queue_consumer.FAILURES_KEY)
+    get_redis().delete(DEAD_LETTER_STREAM, stream_consumer.FAILURES_KEY)
     yield
     clear_queue()
-    get_redis().delete(DEAD_LETTER_STREAM, queue_consumer.FAILURES_KEY)
+    get_redis().delete(DEAD_LETTER_STREAM, stream_consumer.FAILURES_KEY)
 
 
 def answer(request_id: str) -> dict | None:
@@ -38,7 +38,7 @@ def pending() -> int:
 @pytest.mark.django_db
 def test_malformed_entries_are_answered_invalid_and_acknowledged():
     redis = get_redis()
-    station = QueueConsumer("poison-1")
+    station = StreamConsumer("poison-1")
     redis.xadd(protocol.INPUT_STREAM, {"request_id": "bad-utf8", "symbol": b"\xff", "horizon": 5})
     redis.xadd(protocol.INPUT_STREAM, {"request_id": "no-horizon", "symbol": "AAPL"})
     redis.xadd(
@@ -60,7 +60,7 @@ def test_an_entry_that_keeps_failing_is_dead_lettered_and_answered(monkeypatch, 
         raise OperationalError("could not connect to server: Connection refused")
 
     monkeypatch.setattr(gate, "ask", database_away)
-    station = QueueConsumer("poison-2")
+    station = StreamConsumer("poison-2")
     get_redis().xadd(
         protocol.INPUT_STREAM, {"request_id": "db-away", "symbol": "IBM", "horizon": 3}
     )

@@ -1,6 +1,6 @@
 """A client named `answer` would own `stockserve:queue:answer:*`, the default client's
 answers, and one named `done` its wake-ups: every name that is the next part of a key the
-default client or the service uses is refused, by the protocol and by `queue_clients add`;
+default client or the service uses is refused, by the protocol and by `stream_clients add`;
 other names, even close ones, are allowed."""
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ def test_a_name_over_the_services_keys_is_refused(name):
 @pytest.mark.parametrize("name", ["answer", "done"])
 def test_queue_clients_add_refuses_it_with_a_sentence(name):
     with pytest.raises(CommandError, match=f"'{name}' is reserved.*choose another name"):
-        call_command("queue_clients", "add", name)
+        call_command("stream_clients", "add", name)
 
 
 @pytest.mark.parametrize("name", ["answers", "done-2", "billing", "in", "out"])

@@ -8,10 +8,10 @@ import pytest
 import redis
 from stockserve_client import InputQueue, protocol
 
+from serving.stream_consumer import StreamConsumer
+from serving.stream_redis import get_queue_redis
 from tests.support.api import finished_prediction
 from tests.support.queue import answer_of, named_clients
-from workers.queue_consumer import QueueConsumer
-from workers.queue_redis import get_queue_redis
 
 pytestmark = pytest.mark.django_db
 
@@ -25,7 +25,7 @@ def test_a_big_entry_is_refused_and_a_normal_one_answered(settings):
         billing.xadd(keys.input, {"request_id": "big", "symbol": "IBM", "horizon": "3",
                                   "padding": "x" * 256 * 1024})  # fmt: skip
         InputQueue(urls["billing"], client="billing").enqueue("small", symbol="IBM", horizon=3)
-        QueueConsumer("size-1").step(block_ms=100)
+        StreamConsumer("size-1").step(block_ms=100)
 
         big, small = answer_of("billing", "big"), answer_of("billing", "small")
         assert big["status"] == protocol.REFUSED

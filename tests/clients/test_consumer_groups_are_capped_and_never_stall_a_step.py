@@ -13,12 +13,12 @@ import pytest
 import redis
 from stockserve_client import InputQueue, OutputQueue, protocol
 
+from serving import stream_bounds
+from serving.stream_bounds import trim_read
+from serving.stream_consumer import StreamConsumer
+from serving.stream_redis import get_queue_redis
 from tests.support.api import finished_prediction
 from tests.support.queue import named_clients
-from workers import queue_bounds
-from workers.queue_bounds import trim_read
-from workers.queue_consumer import QueueConsumer
-from workers.queue_redis import get_queue_redis
 
 pytestmark = pytest.mark.django_db
 OUT = protocol.client_keys("billing").output
@@ -49,7 +49,7 @@ def group_names() -> list[str]:
 def test_groups_within_the_bound_are_kept_and_a_few_over_it_destroyed(settings, caplog):
     settings.QUEUE_CLIENT_MAX_GROUPS, settings.QUEUE_CLIENT_MAX_CONSUMERS = 3, 4
     with named_clients("billing") as urls:
-        consumer = QueueConsumer("groups-1")
+        consumer = StreamConsumer("groups-1")
         answers(10)
         make_groups(urls["billing"], 3, consumers=4)
         consumer.step(block_ms=50)
@@ -59,7 +59,7 @@ def test_groups_within_the_bound_are_kept_and_a_few_over_it_destroyed(settings, 
         make_groups_from.xgroup_create(OUT, "g3", id="0")
         for c in range(5):  # g1 gets a fifth consumer
             make_groups_from.xreadgroup("g1", f"more{c}", {OUT: ">"}, count=1)
-        with caplog.at_level(logging.WARNING, logger="workers.queue_bounds"):
+        with caplog.at_level(logging.WARNING, logger="serving.stream_bounds"):
             consumer.step(block_ms=50)
         assert group_names() == ["g0", "g2"]
         assert "destroyed 1 consumer groups over its bound of 3 and 1 with more than 4" in (
@@ -71,7 +71,7 @@ def test_groups_within_the_bound_are_kept_and_a_few_over_it_destroyed(settings, 
 def test_twenty_thousand_groups_cost_a_step_milliseconds(settings):
     finished_prediction("IBM", 3)
     with named_clients("billing", "acme") as urls:
-        consumer = QueueConsumer("groups-2")
+        consumer = StreamConsumer("groups-2")
         answers(1)
         make_groups(urls["billing"], 20_000)
         server = get_queue_redis()
@@ -89,5 +89,5 @@ def test_twenty_thousand_groups_cost_a_step_milliseconds(settings):
         answer = OutputQueue(urls["acme"], client="acme").query("a-1", timeout=1)
         assert answer is not None and answer.status == protocol.DONE
         assert server.exists(OUT) == 0
-        reason = queue_bounds.cutoffs(server)["billing"]["reason"]
+        reason = stream_bounds.cutoffs(server)["billing"]["reason"]
         assert reason == "it made 20000 consumer groups, over its bound of 8"

@@ -1,5 +1,5 @@
 """Named queue clients: each has its own streams and a Redis user that reaches only them
-(`manage.py queue_clients`); answers stay on a client's stream until every group reading it
+(`manage.py stream_clients`); answers stay on a client's stream until every group reading it
 has acknowledged them. Real Redis (its ACLs), a real consumer process."""
 
 from __future__ import annotations
@@ -12,16 +12,16 @@ from django.core.management import call_command
 from stockserve_client import InputQueue, OutputQueue, protocol
 
 from predictions.redis_client import get_redis, text
+from serving.stream_bounds import trim_read
 from tests.support.api import finished_prediction
 from tests.support.queue import consumer
-from workers.queue_bounds import trim_read
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration]
 
 
 def add(name: str) -> str:
     out = io.StringIO()
-    call_command("queue_clients", "add", name, stdout=out, stderr=io.StringIO())
+    call_command("stream_clients", "add", name, stdout=out, stderr=io.StringIO())
     return next(line for line in out.getvalue().splitlines() if line.startswith("redis://"))
 
 
@@ -30,7 +30,7 @@ def two_clients():
     urls = {name: add(name) for name in ("alpha", "beta")}
     yield urls
     for name in urls:
-        call_command("queue_clients", "remove", name, stdout=io.StringIO(), stderr=io.StringIO())
+        call_command("stream_clients", "remove", name, stdout=io.StringIO(), stderr=io.StringIO())
         for key in get_redis().scan_iter(match=f"stockserve:queue:{name}:*"):
             get_redis().delete(key)
 
@@ -56,7 +56,7 @@ def test_a_client_gets_its_answers_and_cannot_touch_another_clients(two_clients)
 
 
 def test_a_removed_client_cannot_sign_in(two_clients):
-    call_command("queue_clients", "remove", "beta", stdout=io.StringIO(), stderr=io.StringIO())
+    call_command("stream_clients", "remove", "beta", stdout=io.StringIO(), stderr=io.StringIO())
 
     with pytest.raises((redis.exceptions.AuthenticationError, redis.exceptions.ResponseError)):
         redis.Redis.from_url(two_clients["beta"]).ping()
@@ -81,6 +81,6 @@ def test_an_unread_answer_is_never_trimmed_and_a_read_one_goes():
 
 def test_names_are_checked_and_default_is_refused():
     with pytest.raises(Exception, match="lowercase"):
-        call_command("queue_clients", "add", "Bad Name!")
+        call_command("stream_clients", "add", "Bad Name!")
     with pytest.raises(Exception, match="service's own client"):
-        call_command("queue_clients", "add", "default")
+        call_command("stream_clients", "add", "default")

@@ -8,10 +8,10 @@ from __future__ import annotations
 import pytest
 from stockserve_client import InputQueue, protocol
 
-from predictions import admission
 from predictions.redis_client import get_redis
+from serving import admission
+from serving.stream_consumer import StreamConsumer
 from tests.support.queue import answer_of, named_clients
-from workers.queue_consumer import QueueConsumer
 
 pytestmark = pytest.mark.django_db
 
@@ -26,12 +26,12 @@ def test_billings_questions_never_take_acmes_share(settings):
         billing = InputQueue(urls["billing"], client="billing")
         for horizon in range(1, 6):  # five distinct questions, none answered yet
             billing.enqueue(f"b-{horizon}", symbol="AAPL", horizon=horizon)
-        consumer = QueueConsumer("share-1")
+        consumer = StreamConsumer("share-1")
         consumer.step(block_ms=100)
         InputQueue(urls["acme"], client="acme").enqueue("a-1", symbol="MSFT", horizon=1)
         consumer.step(block_ms=100)
 
-        assert owners() == ["queue:acme"] + ["queue:billing"] * 4
+        assert owners() == ["stream:acme"] + ["stream:billing"] * 4
         over = answer_of("billing", "b-5")
         assert over["status"] == protocol.REFUSED
         assert over["error"].startswith("You already have 4 predictions in progress")

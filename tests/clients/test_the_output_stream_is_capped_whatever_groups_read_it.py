@@ -9,10 +9,10 @@ import pytest
 import redis
 from stockserve_client import InputQueue, OutputQueue, protocol
 
+from serving.stream_consumer import StreamConsumer
+from serving.stream_redis import get_queue_redis
 from tests.support.api import finished_prediction
 from tests.support.queue import answer_of, named_clients
-from workers.queue_consumer import QueueConsumer
-from workers.queue_redis import get_queue_redis
 
 pytestmark = pytest.mark.django_db
 OUT = protocol.client_keys("billing").output
@@ -29,7 +29,7 @@ def test_a_group_that_never_reads_holds_answers_up_to_the_cap_only(settings):
     finished_prediction("IBM", 3)
     with named_clients("billing") as urls:
         redis.Redis.from_url(urls["billing"]).xgroup_create(OUT, "never", id="0", mkstream=True)
-        consumer = QueueConsumer("cap-1")
+        consumer = StreamConsumer("cap-1")
 
         ask(urls["billing"], range(6))
         consumer.step(block_ms=50)

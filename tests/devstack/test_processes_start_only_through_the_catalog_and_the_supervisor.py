@@ -33,7 +33,7 @@ def test_no_manage_py_command_line_is_written_outside_the_catalog():
 
 def test_the_pattern_finds_a_hand_written_manage_py_command_line():
     assert MANAGE_ARGV.search('subprocess.run([sys.executable, "manage.py", "migrate"])')
-    assert MANAGE_ARGV.search('argv = ["manage.py", "serve_queue"]')
+    assert MANAGE_ARGV.search('argv = ["manage.py", "serve_stream"]')
     assert not MANAGE_ARGV.search('files = ("manage.py", "requirements.txt")')
     assert DEVSTACK_ARGV.search('sup.add("stack", [sys.executable, "-m", "devstack"])')
     assert not DEVSTACK_ARGV.search("spawn(processes.stack().argv(), env=env)")

@@ -17,10 +17,10 @@ from celery import current_app
 from predictions import market_clock
 from predictions.models import ForecastRecord, ForecastScore
 from predictions.sources import price_chain
+from serving import market_days, routing
 from tests.support.api import submit_and_wait
 from tests.support.processes import start_worker_process, stop_process, wait_for_worker
 from tests.support.waiting import eventually
-from workers import market, routing
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration]
 MODELS = ["naive", "ridge", "arima"]
@@ -70,13 +70,13 @@ def test_every_forecast_of_record_is_scored_once_across_a_worker_kill(
             _accepted, done = submit_and_wait(api_client, symbol="AAPL", horizon=2)
             assert done["status"] == "done", done["error"]
             assert done["result"]["data"]["last_bar_date"] == str(market_clock.today())
-            market.control("step", {"days": 1})  # queues a scoring run on the worker
+            market_days.control("step", {"days": 1})  # queues a scoring run on the worker
             if day == 1:
                 os.killpg(worker.pid, signal.SIGKILL)  # the scoring run may be in its hands
                 worker.wait()
                 worker = start_worker_process("replay-b", QUEUES, extra_env=REPLAY_ENV)
                 wait_for_worker("replay-b@", worker, timeout=120)
-        market.control("step", {"days": 2})  # every forecast's last step has its bar now
+        market_days.control("step", {"days": 2})  # every forecast's last step has its bar now
         records = list(ForecastRecord.objects.filter(symbol="AAPL", horizon=2))
         assert len(records) == 4
         for record in records:

@@ -19,9 +19,9 @@ from pathlib import Path
 import pytest
 import redis
 import requests
+from loadtests.procs import Supervisor
 
 from loadtests.deployment import Deployment, Setup, migrated_template
-from loadtests.procs import Supervisor
 from tests.support.loadtests import alive
 from tests.support.waiting import eventually
 

@@ -13,8 +13,8 @@ from kombu.exceptions import OperationalError as BrokerError
 from predictions import progress
 from predictions.models import PredictionRequest, Status
 from predictions.redis_client import epoch
-from workers import pipeline
-from workers.recovery import sweep
+from serving import final, pipeline
+from serving.recovery import sweep
 from workers.tasks import chord_failed
 
 pytestmark = pytest.mark.django_db
@@ -80,8 +80,8 @@ def test_a_request_lost_too_often_fails_with_the_reason(settings):
 
 def test_a_finished_request_is_never_moved_back():
     done = make_request(Status.DONE, 5)
-    assert PredictionRequest.objects.fail_stale() == 0
-    assert not done.mark_failed("late")
+    assert final.fail_stale() == 0
+    assert not final.fail(done, "late")
     done.refresh_from_db()
     assert done.status == Status.DONE
 

@@ -9,6 +9,7 @@ import pytest
 from predictions.forecasting.calibration import load_calibration
 from predictions.forecasting.volatility import LABELS
 from predictions.models import PredictionRequest
+from serving import final
 from tests.support.api import URL, submit_and_wait
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration]
@@ -122,13 +123,13 @@ def test_an_identical_request_in_flight_is_joined_not_run_twice(api_client, cele
 
 def test_followers_fail_with_their_leader():
     from predictions.models import PredictionRequest
-    from predictions.submission import join
+    from serving.submission import join
 
     leader = PredictionRequest.objects.create(symbol="AAPL", horizon=5, status="running")
     follower = join(leader, None)
     assert follower.status == "running"
 
-    leader.mark_failed("Price data unavailable: test")
+    final.fail(leader, "Price data unavailable: test")
     follower.refresh_from_db()
     assert follower.status == "failed"
     assert follower.error == "Price data unavailable: test"
@@ -136,11 +137,11 @@ def test_followers_fail_with_their_leader():
 
 def test_a_follower_of_a_leader_that_just_finished_settles_itself():
     from predictions.models import PredictionRequest
-    from predictions.submission import join
+    from serving.submission import join
 
     leader = PredictionRequest.objects.create(symbol="AAPL", horizon=5, status="running")
     stale_view = PredictionRequest.objects.get(id=leader.id)
-    leader.mark_done({"request_id": str(leader.id), "stages": []})
+    final.finish(leader, {"request_id": str(leader.id), "stages": []})
     follower = join(stale_view, None)  # the leader finished between lookup and join
     assert follower.status == "done"
     assert follower.full_result == {"request_id": str(leader.id), "stages": []}

@@ -8,8 +8,8 @@ import pytest
 from celery import current_app
 
 from predictions.models import PredictionRequest
+from serving import watchlist
 from tests.support.api import URL, wait_until_final
-from workers import watchlist
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration]
 

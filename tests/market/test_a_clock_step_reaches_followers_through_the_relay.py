@@ -15,9 +15,9 @@ from stockserve_client.market import BAR, MarketFeed
 from config.asgi import application
 from predictions import market_events
 from predictions.redis_client import get_redis
+from serving import market_days
 from tests.support.live import live_stack, run_async, ws_headers
 from tests.support.waiting import eventually
-from workers import market
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration]
 
@@ -36,7 +36,7 @@ def relay(django_db_setup: None) -> Iterator[None]:
 @pytest.fixture
 def replay(replay, settings) -> Iterator[None]:
     """The shared replay, with this test's own settings."""
-    market.new_day_if_any()
+    market_days.new_day_if_any()
     yield
 
 
@@ -47,7 +47,7 @@ def test_a_step_pushes_the_new_bar_to_a_page_and_to_a_stream_client(relay, repla
         page = WebsocketCommunicator(application, "/ws/symbols/IBM/", ws_headers())
         assert (await page.connect(timeout=5))[0]
         await page.receive_from(timeout=5)  # hello
-        await sync_to_async(market.control)("step", {"days": 1})
+        await sync_to_async(market_days.control)("step", {"days": 1})
         event = json.loads(await page.receive_from(timeout=10))["event"]
         assert (event["kind"], event["symbol"], event["date"]) == (BAR, "IBM", "2013-01-03")
         await page.disconnect()

@@ -10,7 +10,6 @@ import time
 import pytest
 
 from predictions import answer_cache
-from predictions.models import PredictionRequest
 from tests.support.api import finished_prediction
 
 pytestmark = pytest.mark.django_db
@@ -18,10 +17,10 @@ pytestmark = pytest.mark.django_db
 
 def test_an_answer_from_before_a_new_day_no_longer_answers_and_a_newer_one_does():
     before = finished_prediction("IBM", 3)
-    assert PredictionRequest.objects.answer_for("IBM", 3) == before
+    assert answer_cache.newest_answer("IBM", 3) == before
 
     answer_cache.supersede_all(time.time())
-    assert PredictionRequest.objects.answer_for("IBM", 3) is None
+    assert answer_cache.newest_answer("IBM", 3) is None
 
     after = finished_prediction("IBM", 3)
-    assert PredictionRequest.objects.answer_for("IBM", 3) == after
+    assert answer_cache.newest_answer("IBM", 3) == after

@@ -12,6 +12,7 @@ import pytest
 from predictions import track_record
 from predictions.models import ForecastRecord, ForecastScore, PredictionRequest
 from predictions.prices import CircuitBreaker, PriceHistory, YahooProvider
+from serving import final
 from tests.prices.charts import chart_body, new_york, trading_days
 from tests.support.prices import FakeYahoo, unique
 
@@ -32,12 +33,13 @@ def forecast_on(history: PriceHistory, horizon: int) -> ForecastRecord:
     request = PredictionRequest.queued(symbol=SYMBOL, horizon=horizon)
     request.save()
     close = float(history.adj_close[-1])
-    request.mark_done(
+    final.finish(
+        request,
         {
             "data": {"last_bar_date": str(history.last_bar_date), "last_close": close},
             "combined": {"forecast": [close * 1.01] * horizon},
             "models": [],
-        }
+        },
     )
     return ForecastRecord.objects.get(symbol=SYMBOL, horizon=horizon)
 

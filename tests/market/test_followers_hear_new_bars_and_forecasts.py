@@ -10,16 +10,16 @@ from stockserve_client.market import BAR, FORECAST, MarketFeed
 
 from predictions import market_events as service
 from predictions.sources import price_chain
+from serving import market_days
 from tests.market.test_forecasts_of_record_are_scored_once_when_their_days_come import finished
-from workers import market
 
 pytestmark = pytest.mark.django_db
 
 
 def test_a_clock_step_and_a_new_forecast_reach_a_following_program(replay, django_user_model):
-    market.new_day_if_any()  # the replay's first day, handled once
+    market_days.new_day_if_any()  # the replay's first day, handled once
     feed = MarketFeed(django_settings.REDIS_URL, "msft")  # from here on
-    market.control("step", {"days": 1})
+    market_days.control("step", {"days": 1})
     bars = [e for e in feed.updates(block_ms=1000) if e.kind == BAR]
     assert [(e.symbol, e.data["date"]) for e in bars] == [("MSFT", "2013-01-03")]
     assert bars[0].data["close"] == pytest.approx(

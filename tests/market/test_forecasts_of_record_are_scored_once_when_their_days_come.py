@@ -16,8 +16,9 @@ from django.core.management.base import CommandError
 
 from predictions import answer_cache, market_clock
 from predictions.forecasting.proper_scores import interval_score
-from predictions.models import ForecastRecord, ForecastScore, PredictionRequest
+from predictions.models import ForecastRecord, ForecastScore
 from predictions.sources import price_chain
+from serving import market_days
 from tests.support.records import finished_on_bar
 from workers import market
 
@@ -42,11 +43,11 @@ def test_the_replay_serves_history_only_up_to_its_date_and_steps_trading_days(re
 
 def test_a_new_day_retires_the_answers_computed_on_older_bars(replay):
     answer = finished("AAPL", "2013-01-02", 549.0, [550.0, 551.0])
-    assert PredictionRequest.objects.answer_for("AAPL", 2) == answer
+    assert answer_cache.newest_answer("AAPL", 2) == answer
     version = answer.finished_at.timestamp()
     assert answer_cache.store("AAPL", 2, b'{"id": "stored"}', version, ttl=60)
-    market.control("step", {"days": 1})
-    assert PredictionRequest.objects.answer_for("AAPL", 2) is None
+    market_days.control("step", {"days": 1})
+    assert answer_cache.newest_answer("AAPL", 2) is None
     assert answer_cache.lookup("AAPL", 2) is None  # the stored bytes went too
     assert not answer_cache.store("AAPL", 2, b'{"id": "stored"}', version, ttl=60)  # for good
 
@@ -74,7 +75,7 @@ def test_each_forecast_is_recorded_once_and_each_step_scored_once(replay):
     record = ForecastRecord.objects.get()
     assert record.path == [550.0, 552.0, 554.0] and set(record.members) == {"naive"}
 
-    market.control("step", {"days": 2})
+    market_days.control("step", {"days": 2})
     market.score_forecasts()
     record.refresh_from_db()
     assert record.scored_steps == 2 and not record.matured
@@ -84,7 +85,7 @@ def test_each_forecast_is_recorded_once_and_each_step_scored_once(replay):
     market.score_forecasts()  # again, as a redelivered task would: nothing new
     assert ForecastScore.objects.count() == 4
 
-    market.control("step", {"days": 5})
+    market_days.control("step", {"days": 5})
     market.score_forecasts()
     record.refresh_from_db()
     assert record.matured and ForecastScore.objects.count() == 6
@@ -114,7 +115,7 @@ def test_the_track_record_shows_public_forecasts_to_anyone_and_private_ones_to_t
     owner = django_user_model.objects.create_user("alice")
     finished("AAPL", "2013-01-02", 549.03, [550.0, 552.0, 554.0])
     finished("AAPL", "2013-01-03", 542.0, [543.0, 544.0, 545.0], user=owner)
-    market.control("step", {"days": 6})
+    market_days.control("step", {"days": 6})
     market.score_forecasts()
 
     anonymous = api_client.get(URL.format("aapl")).json()
@@ -163,7 +164,7 @@ def test_the_python_client_reads_the_track_record(replay, live_server):
     from stockserve_client import BadRequest, Client
 
     finished("GOOG", "2013-01-02", 723.25, [724.0, 725.0])
-    market.control("step", {"days": 3})
+    market_days.control("step", {"days": 3})
     market.score_forecasts()
     record = Client(live_server.url).track_record("goog", horizon=2)
     assert [f["as_of"] for f in record["forecasts"]] == ["2013-01-02"]

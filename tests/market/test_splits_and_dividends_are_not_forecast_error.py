@@ -15,6 +15,7 @@ import pytest
 from predictions import track_record
 from predictions.models import ForecastRecord, ForecastScore, PredictionRequest
 from predictions.prices import CircuitBreaker, PriceHistory, YahooProvider
+from serving import final
 from tests.prices.charts import chart_body, new_york, trading_days
 from tests.support.prices import FakeYahoo, unique
 
@@ -47,7 +48,8 @@ def record(origin: PriceHistory, path: list[float], lower: list[float], upper: l
     request = PredictionRequest.queued(symbol=SYMBOL, horizon=len(path))
     request.save()
     close = float(origin.adj_close[-1])
-    request.mark_done(
+    final.finish(
+        request,
         {
             "data": {"last_bar_date": str(origin.last_bar_date), "last_close": close},
             "combined": {
@@ -55,7 +57,7 @@ def record(origin: PriceHistory, path: list[float], lower: list[float], upper: l
                 "interval": {"level": 0.8, "lower": lower, "upper": upper},
             },
             "models": [{"model": "naive", "ok": True, "forecast": [close] * len(path)}],
-        }
+        },
     )
     return ForecastRecord.objects.get(symbol=SYMBOL, as_of=origin.last_bar_date)
 

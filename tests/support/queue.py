@@ -1,4 +1,4 @@
-"""Queue consumers (`manage.py serve_queue`) as processes on the test database, and the
+"""Queue consumers (`manage.py serve_stream`) as processes on the test database, and the
 queue's Redis (`QUEUE_REDIS_URL`: the suite's Redis unless a test points it elsewhere)."""
 
 from __future__ import annotations
@@ -16,9 +16,9 @@ from stockserve_client import protocol
 
 from devstack import processes
 from devstack.supervisor import spawn
+from serving import stream_bounds
+from serving.stream_redis import get_queue_redis
 from tests.support.processes import WORKER_LOG, database_url_for_workers, stop_process
-from workers import queue_bounds
-from workers.queue_redis import get_queue_redis
 
 
 def start_consumer(name: str, claim_idle: int = 2) -> subprocess.Popen[bytes]:
@@ -64,20 +64,20 @@ def every_question_handled() -> bool:
 
 
 def add_client(name: str) -> str:
-    """`manage.py queue_clients add NAME` in this process: the client's Redis URL."""
+    """`manage.py stream_clients add NAME` in this process: the client's Redis URL."""
     out = io.StringIO()
-    call_command("queue_clients", "add", name, stdout=out, stderr=io.StringIO())
+    call_command("stream_clients", "add", name, stdout=out, stderr=io.StringIO())
     return next(line for line in out.getvalue().splitlines() if line.startswith("redis://"))
 
 
 def forget_client(name: str) -> None:
     """Its user, its registration, its keys and any cut-off, as if never added."""
-    call_command("queue_clients", "remove", name, stdout=io.StringIO(), stderr=io.StringIO())
+    call_command("stream_clients", "remove", name, stdout=io.StringIO(), stderr=io.StringIO())
     redis = get_queue_redis()
     for key in redis.scan_iter(match=f"stockserve:queue:{name}:*"):
         redis.delete(key)
-    redis.delete(queue_bounds.usage_key(name))
-    redis.hdel(queue_bounds.CUTOFFS_KEY, name)
+    redis.delete(stream_bounds.usage_key(name))
+    redis.hdel(stream_bounds.CUTOFFS_KEY, name)
 
 
 @contextmanager

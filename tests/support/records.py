@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from predictions.models import PredictionRequest
+from serving import final
 
 
 def finished_on_bar(
@@ -25,7 +26,8 @@ def finished_on_bar(
         {"model": "naive", "ok": True, "forecast": [close] * len(path), "weight": 0.0}
     ]
     models += [{"model": name, "ok": False, "error": "failed", "weight": 0.0} for name in failed]
-    request.mark_done(
+    final.finish(
+        request,
         {
             "data": {"last_bar_date": as_of, "last_close": close},
             "combined": {
@@ -37,6 +39,6 @@ def finished_on_bar(
                 },
             },
             "models": models,
-        }
+        },
     )
     return request

@@ -14,7 +14,8 @@ from predictions import event_metrics
 from predictions.models import PredictionRequest
 from predictions.progress import EVENTS_CHANNEL
 from predictions.redis_client import get_redis
-from predictions.submission import submit
+from serving import final
+from serving.submission import submit
 from tests.support.api import finished_prediction
 
 pytestmark = pytest.mark.django_db
@@ -71,12 +72,12 @@ def test_a_cache_hit_is_counted_not_published(events, api_client):
 
 def test_failures_publish_failed_with_the_reason_once(events):
     request = PredictionRequest.objects.create(symbol="MSFT", horizon=2)
-    assert request.mark_failed("Price data unavailable: test")
-    assert not request.mark_failed("again")  # already final: no second event
+    assert final.fail(request, "Price data unavailable: test")
+    assert not final.fail(request, "again")  # already final: no second event
     stale = PredictionRequest.objects.create(
         symbol="GOOG", horizon=2, deadline=timezone.now() - timedelta(seconds=1)
     )
-    assert PredictionRequest.objects.fail_stale() == 1
+    assert final.fail_stale() == 1
 
     failed = [e for e in events.collect() if e["event"] == "failed"]
     assert [(e["request_id"], e["symbol"]) for e in failed] == [

@@ -7,9 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from predictions import admission
 from predictions.models import PredictionRequest
-from workers import signatures
+from serving import admission, signatures
 
 pytestmark = pytest.mark.django_db
 
@@ -17,11 +16,11 @@ pytestmark = pytest.mark.django_db
 def test_a_clients_later_places_and_anonymous_ones_wait_behind_identified_first_ones():
     ranks = {
         (client, place): admission.queue_rank(client, place)
-        for client in ("user:7", "queue:orders", "watchlist", "anon:203.0.113.7")
+        for client in ("user:7", "stream:orders", "watchlist", "anon:203.0.113.7")
         for place in (1, 2, 3, 5)
     }
     assert [ranks["user:7", p] for p in (1, 2, 3, 5)] == [0, 1, 2, 2]
-    assert ranks["queue:orders", 1] == ranks["watchlist", 1] == 0
+    assert ranks["stream:orders", 1] == ranks["watchlist", 1] == 0
     assert [ranks["anon:203.0.113.7", p] for p in (1, 2, 3)] == [1, 2, 2]
 
     first = PredictionRequest.queued(symbol="AAPL", horizon=5, strategy="chord")

@@ -8,9 +8,8 @@ from datetime import date, timedelta
 import pytest
 from django.utils import timezone
 
-from predictions import admission
 from predictions.models import PredictionRequest
-from workers import watchlist
+from serving import admission, watchlist
 
 pytestmark = pytest.mark.django_db
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from workers import presence, queue_wait, scaling_feed
-from workers.routing import QUEUES
+from serving import presence, queue_wait, scaling_feed
+from serving.routing import QUEUES
 
 
 def queue_depths_and_waits() -> tuple[dict[str, int], dict[str, float]]:

@@ -11,11 +11,6 @@ class Strategy:
 
     name: str = ""
 
-    def dispatch(self, request: PredictionRequest) -> None:
-        """Queue the first task; called once the request's row is committed, so the worker
-        that picks it up can read it."""
-        raise NotImplementedError
-
     def after_prices(
         self, request: PredictionRequest, price_key: str, prices_stage: StageRecord
     ) -> None:

@@ -22,7 +22,8 @@ from predictions.forecasting.catalog import model_info
 from predictions.forecasting.combine import combine
 from predictions.models import PredictionRequest
 from predictions.results import Part, StageRecord
-from workers import parts, signatures
+from serving import signatures
+from workers import parts
 from workers.stage_clock import StageClock
 from workers.strategies.base import Strategy
 
@@ -98,9 +99,6 @@ def judge(
 
 class CascadeStrategy(Strategy):
     name = "cascade"
-
-    def dispatch(self, request: PredictionRequest) -> None:
-        signatures.fetch_prices(request).apply_async()
 
     def after_prices(
         self, request: PredictionRequest, price_key: str, prices_stage: StageRecord

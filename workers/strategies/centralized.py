@@ -18,22 +18,14 @@ from predictions import price_store
 from predictions.models import PredictionRequest
 from predictions.prices import PriceDataError
 from predictions.results import Part
-from workers import parts, routing, signatures, stages
+from serving import final
+from workers import parts, stages
 from workers.stage_clock import StageClock
 from workers.strategies.base import Strategy
 
 
-def queue_for_models(names: list[str]) -> str:
-    queues = {routing.queue_for_model(name) for name in names}
-    return routing.GPU if routing.GPU in queues else routing.CPU
-
-
 class CentralizedStrategy(Strategy):
     name = "centralized"
-
-    def dispatch(self, request: PredictionRequest) -> None:
-        queue = queue_for_models(list(settings.PREDICTION_MODELS))
-        signatures.run_centralized(request, queue).apply_async()
 
 
 def run(task: Task, request: PredictionRequest) -> dict[str, Any]:
@@ -45,7 +37,7 @@ def run(task: Task, request: PredictionRequest) -> dict[str, Any]:
         history = stages.fetch_history(request.symbol)
     except (PriceDataError, SoftTimeLimitExceeded) as exc:
         clock.finish("error", str(exc))
-        request.mark_failed(f"Price data unavailable: {exc}")
+        final.fail(request, f"Price data unavailable: {exc}")
         return {"ok": False, "error": str(exc)}
     request.price_key = price_store.save(history)
     PredictionRequest.objects.filter(id=request_id).update(
@@ -63,6 +55,6 @@ def run(task: Task, request: PredictionRequest) -> dict[str, Any]:
         ]
         done.append(parts.sentiment_part(task, request_id, request.symbol, "raise"))
     except SoftTimeLimitExceeded:
-        request.mark_failed("The centralized pipeline ran past its time limit.")
+        final.fail(request, "The centralized pipeline ran past its time limit.")
         return {"ok": False, "error": "time limit"}
     return parts.finish(task, request, done, prices_stage)

@@ -14,15 +14,12 @@ from django.conf import settings
 
 from predictions.models import PredictionRequest
 from predictions.results import StageRecord
-from workers import signatures
+from serving import signatures
 from workers.strategies.base import Strategy
 
 
 class ChordStrategy(Strategy):
     name = "chord"
-
-    def dispatch(self, request: PredictionRequest) -> None:
-        signatures.fetch_prices(request).apply_async()
 
     def after_prices(
         self, request: PredictionRequest, price_key: str, prices_stage: StageRecord

@@ -1,7 +1,7 @@
 """Clients for the stock prediction service, importable without Django or TensorFlow.
 
 `InputQueue` / `OutputQueue`: enqueue questions on a Redis Stream and read the answers,
-for programs that would rather not hold an HTTP connection (the service's `serve_queue`
+for programs that would rather not hold an HTTP connection (the service's `serve_stream`
 consumer answers them). `Client`: the REST API, waiting with `?wait=` and honouring
 `Retry-After`.
 """

@@ -37,7 +37,7 @@ RESERVED_NAMES = frozenset(
 class ClientKeys:
     """Where one client's questions, answers and wake-ups live. A named client's keys all
     start with `stockserve:queue:<name>:`, so a Redis ACL user restricted to that prefix
-    (`manage.py queue_clients add NAME`) reads and writes its own and nothing else's."""
+    (`manage.py stream_clients add NAME`) reads and writes its own and nothing else's."""
 
     name: str
     input: str

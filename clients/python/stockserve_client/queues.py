@@ -12,7 +12,7 @@ from stockserve_client.protocol import Answer
 
 
 class InputQueue:
-    """`client`: the name `manage.py queue_clients add` gave this client (its Redis user
+    """`client`: the name `manage.py stream_clients add` gave this client (its Redis user
     reaches only its own keys); the default client is for the service's own credentials."""
 
     def __init__(self, redis_url: str, client: str = protocol.DEFAULT_CLIENT) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from predictions import market_clock
-from workers.market import ACTIONS, control
+from serving.market_days import ACTIONS, control
 
 
 class Command(BaseCommand):

@@ -10,7 +10,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from predictions import model_health
 from predictions.symbols import InvalidSymbol, normalize_symbol
-from workers.market import market_today
+from serving.market_days import market_today
 
 
 class Command(BaseCommand):

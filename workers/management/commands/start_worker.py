@@ -15,8 +15,8 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from serving.routing import GPU, QUEUES
 from workers.gpu import detect_gpu
-from workers.routing import GPU, QUEUES
 
 
 class Command(BaseCommand):

@@ -20,7 +20,7 @@ from stockserve_client import protocol
 from stockserve_client.market import MARKET_PREFIX
 
 from predictions.redis_client import get_redis, text
-from workers.redis_users import CONNECTION_COMMANDS, redis_url_for, require_redis_7, save_acl
+from serving.redis_users import CONNECTION_COMMANDS, redis_url_for, require_redis_7, save_acl
 
 USER_PREFIX = "market-"
 READ_COMMANDS = ("+xread", "+xrange", "+xrevrange", "+xlen")

@@ -1,8 +1,8 @@
 """Accepting a prediction request for the pipeline: the symbol check, joining, the row.
 
-Every entry point reaches this through the gate (`workers.gate.ask`), which answers from
+Every entry point reaches this through the gate (`serving.gate.ask`), which answers from
 the cache first (creating nothing) and dispatches what this accepts. A client asking
-through admission control has its joins counted (`predictions/follows.py`): the same
+through admission control has its joins counted (`serving/follows.py`): the same
 question again while it runs gives back its own follower, and it follows at most
 JOIN_MAX_PER_CLIENT questions in flight.
 """
@@ -17,10 +17,12 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser, AnonymousUser
 from django.db import IntegrityError, transaction
 
-from predictions import admission, follows, progress
+from predictions import progress
 from predictions.models import ACTIVE, PredictionRequest
 from predictions.redis_client import epoch
 from predictions.sources import price_chain
+from serving import final, follows
+from serving.admission import Decision, admit, over_follows, queue_rank, release
 
 
 class SymbolNotServed(LookupError):
@@ -30,7 +32,7 @@ class SymbolNotServed(LookupError):
 class NotAdmitted(Exception):
     """The service (or this client's share of it) is at capacity: come back later."""
 
-    def __init__(self, decision: admission.Decision) -> None:
+    def __init__(self, decision: Decision) -> None:
         super().__init__(decision.reason())
         self.decision = decision
 
@@ -41,6 +43,7 @@ class Admission:
 
     client: str
     limit: int
+    most: int | None = None  # a cap below the client's fair share (the watchlist's)
 
 
 @dataclass(frozen=True)
@@ -73,35 +76,36 @@ def _announce(leader: PredictionRequest, follower: PredictionRequest) -> Predict
     progress.publish_request("submitted", follower, joined=str(leader.id))
     leader.refresh_from_db(fields=["status", "error"])
     if leader.is_final:
-        leader.settle_followers(leader.status, leader.error)
+        final.settle_followers(leader)
         follower.refresh_from_db()
     return follower
 
 
-def follow(leader: PredictionRequest, owner: Any, gate: Admission | None) -> PredictionRequest:
+def follow(leader: PredictionRequest, owner: Any, admission: Admission | None) -> PredictionRequest:
     """Join `leader` as this client: its follower of that leader if it has one already,
     else a new one while it follows fewer than JOIN_MAX_PER_CLIENT questions in flight
-    (NotAdmitted beyond). Without a gate (the watchlist) every join is a new follower."""
-    if gate is None:
+    (NotAdmitted beyond). Without admission (model health's retraining) every join is a
+    new follower."""
+    if admission is None:
         return join(leader, owner)
     leader_id, deadline = str(leader.id), leader.deadline.timestamp()
-    seen = follows.look(gate.client, leader_id, deadline, time.time())
+    seen = follows.look(admission.client, leader_id, deadline, time.time())
     if seen.outcome == follows.EXISTING:
         mine = PredictionRequest.objects.filter(id=seen.follower_id).first()
         if mine is not None:
             return mine
-        follows.forget(gate.client, [leader_id])  # deleted by hand: follow afresh
-    elif seen.outcome == follows.FULL and _forget_ended(gate.client):
-        seen = follows.look(gate.client, leader_id, deadline, time.time())
+        follows.forget(admission.client, [leader_id])  # deleted by hand: follow afresh
+    elif seen.outcome == follows.FULL and _forget_ended(admission.client):
+        seen = follows.look(admission.client, leader_id, deadline, time.time())
     if seen.outcome == follows.FULL:
-        raise NotAdmitted(_over_follows(seen.followed, gate))
+        raise NotAdmitted(_over_follows(seen.followed, admission))
     follower = _new_follower(leader, owner)
-    kept = follows.register(gate.client, leader_id, deadline, str(follower.id), time.time())
+    kept = follows.register(admission.client, leader_id, deadline, str(follower.id), time.time())
     if kept.outcome != follows.NEW:  # the same client won a race, or reached its bound
         follower.delete()
         if kept.outcome == follows.EXISTING:
             return PredictionRequest.objects.get(id=kept.follower_id)
-        raise NotAdmitted(_over_follows(kept.followed, gate))
+        raise NotAdmitted(_over_follows(kept.followed, admission))
     return _announce(leader, follower)
 
 
@@ -120,8 +124,8 @@ def _forget_ended(client: str) -> bool:
     return bool(ended)
 
 
-def _over_follows(followed: int, gate: Admission) -> admission.Decision:
-    return admission.over_follows(followed, settings.JOIN_MAX_PER_CLIENT, gate.limit)
+def _over_follows(followed: int, admission: Admission) -> Decision:
+    return over_follows(followed, settings.JOIN_MAX_PER_CLIENT, admission.limit)
 
 
 def submit(
@@ -129,9 +133,9 @@ def submit(
     horizon: int,
     strategy: str,
     user: AbstractBaseUser | AnonymousUser | None = None,
-    use_cache: bool = True,
+    joinable: bool = True,
     warm_start: bool = True,
-    gate: Admission | None = None,
+    admission: Admission | None = None,
     precomputed: bool = False,
 ) -> Submission:
     """Join an identical request in flight, or create a queued one for the caller to dispatch.
@@ -143,39 +147,43 @@ def submit(
     servable, reason = price_chain().could_serve(symbol)
     if not servable:
         raise SymbolNotServed(reason)
-    if use_cache:
+    if joinable:
         leader = PredictionRequest.objects.leader_for(symbol, horizon, strategy)
         if leader is not None:
-            return Submission(follow(leader, owner, gate), joined=True)
+            return Submission(follow(leader, owner, admission), joined=True)
     request = PredictionRequest.queued(
         symbol=symbol,
         horizon=horizon,
         strategy=strategy,
         user=owner,
         warm_start=warm_start,
-        joinable=use_cache,
+        joinable=joinable,
         dispatch_epoch=epoch(),
         precomputed=precomputed,
     )
-    if gate is not None:
-        decision = admission.admit(
-            str(request.id), gate.client, request.deadline.timestamp(), gate.limit
+    if admission is not None:
+        decision = admit(
+            str(request.id),
+            admission.client,
+            request.deadline.timestamp(),
+            admission.limit,
+            admission.most,
         )
         if not decision.admitted:
             raise NotAdmitted(decision)
-        request.queue_rank = admission.queue_rank(gate.client, decision.held)
+        request.queue_rank = queue_rank(admission.client, decision.held)
     try:
         _insert(request)
     except IntegrityError:  # an identical request became the leader a moment ago
-        admission.release(str(request.id))
+        release(str(request.id))
         leader = PredictionRequest.objects.leader_for(symbol, horizon, strategy)
         if leader is None:
             raise
-        return Submission(follow(leader, owner, gate), joined=True)
+        return Submission(follow(leader, owner, admission), joined=True)
     except BaseException:
-        admission.release(str(request.id))
+        release(str(request.id))
         raise
-    progress.publish_request("submitted", request, use_cache=use_cache)
+    progress.publish_request("submitted", request)
     return Submission(request)
 
 
@@ -191,5 +199,5 @@ def _insert(request: PredictionRequest) -> None:
             question = PredictionRequest.objects.filter(
                 symbol=request.symbol, horizon=request.horizon, strategy=request.strategy
             )
-            if attempt or not question.fail_stale():
+            if attempt or not final.fail_stale(question):
                 raise

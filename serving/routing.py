@@ -12,7 +12,7 @@ from django.conf import settings
 from redis.exceptions import RedisError
 
 from predictions.forecasting.catalog import model_info
-from workers import presence
+from serving import presence
 
 IO, CPU, GPU = "io", "cpu", "gpu"
 SCORING = "scoring"  # the market clock's work: new days, scoring forecasts of record
@@ -61,6 +61,12 @@ def queue_for_model(name: str) -> str:
     if info.get(name, {}).get("benefits_from_gpu") and has_consumers(GPU):
         return GPU
     return CPU
+
+
+def queue_for_models(names: list[str]) -> str:
+    """One task that runs every model goes to `gpu` if any of them would."""
+    queues = {queue_for_model(name) for name in names}
+    return GPU if GPU in queues else CPU
 
 
 def forget() -> None:

@@ -5,7 +5,7 @@ and delete finished requests past their retention.
     python manage.py sweep_predictions --every 10 # forever, as `make run` runs it
 
 Its own process, not a Celery task, so neither a queue's backlog nor a lost broker can
-delay it (workers/recovery.py says how it decides; predictions/retention.py what is
+delay it (serving/recovery.py says how it decides; predictions/retention.py what is
 deleted). Pruning runs at most every PREDICTION_PRUNE_SECONDS.
 """
 
@@ -22,7 +22,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from django.db import close_old_connections
 
 from predictions import retention
-from workers.recovery import sweep
+from serving.recovery import sweep
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ every answer forever with a group that never acknowledged, and made the trimming
 
 * its input stream holds at most QUEUE_CLIENT_MAX_INPUT entries (the oldest beyond it are
   trimmed, a log line); entries over QUEUE_MAX_ENTRY_BYTES and questions beyond
-  QUEUE_CLIENT_MAX_PENDING in progress are answered `refused` (workers/queue_consumer.py);
+  QUEUE_CLIENT_MAX_PENDING in progress are answered `refused` (serving/stream_consumer.py);
 * its output stream holds at most QUEUE_CLIENT_OUTPUT_MAXLEN answers, whatever groups
   read it; at most QUEUE_CLIENT_MAX_GROUPS consumer groups of at most
   QUEUE_CLIENT_MAX_CONSUMERS consumers each (the excess destroyed, a log line);
@@ -47,7 +47,7 @@ HOUR = 3600
 
 
 def user_name(client: str) -> str:
-    """The Redis user of a named queue client (`manage.py queue_clients add`)."""
+    """The Redis user of a named queue client (`manage.py stream_clients add`)."""
     return f"queue-{client}"
 
 

@@ -5,8 +5,8 @@ time. The watchlist (PRECOMPUTE_SYMBOLS x PRECOMPUTE_HORIZONS) is the hybrid: be
 `refresh` every PRECOMPUTE_CHECK_SECONDS, and each question whose answer is missing, older
 than PRECOMPUTE_EVERY or older than the newest bar is run through the ordinary pipeline,
 so a user asking it gets a cache hit. The watchlist is a client like the others: its
-fair share of admission control (at most PRECOMPUTE_MAX_IN_FLIGHT of its own) and its
-turn at the broker (`workers.signatures.priority`). It used to start nothing while any
+fair share of admission control (at most PRECOMPUTE_MAX_IN_FLIGHT of its own), its joins
+and its turn at the broker (`serving.signatures.priority`). It used to start nothing while any
 user's request was in flight and go at the broker's lowest priority: then two anonymous
 addresses asking without pause kept every watched answer stale, and a user asking a
 watched question joined a precomputation that waited behind every other pipeline.
@@ -27,12 +27,10 @@ from predictions.models import PredictionRequest
 from predictions.prices import PriceDataError
 from predictions.redis_client import get_redis
 from predictions.sources import price_chain
-from workers import gate
-from workers.gate import Client, Question
+from serving import gate
+from serving.gate import Client, Question
 
 log = logging.getLogger(__name__)
-# The watchlist asks through the same gate as users, as a client of its own.
-WATCHLIST = Client("watchlist", precomputed=True)
 # Daily bars change once a day: looking for new ones every 5 minutes per symbol is plenty.
 BARS_CHECK_SECONDS = 300
 
@@ -76,31 +74,43 @@ def _newest_bar(symbol: str) -> date | None:
         return None  # the pipeline will say why, if it runs
 
 
+class _Freshness:
+    """The watchlist's test of a cached answer (`stale_reason`), keeping why it turned one
+    down; an answer it never saw is one there was not."""
+
+    def __init__(self, symbol: str) -> None:
+        self.symbol, self.reason = symbol, "no answer yet"
+
+    def __call__(self, answer: PredictionRequest) -> bool:
+        self.reason = stale_reason(answer, partial(_newest_bar, self.symbol))
+        return not self.reason
+
+
+def client() -> Client:
+    """The watchlist as a client of admission control: at most PRECOMPUTE_MAX_IN_FLIGHT
+    pipelines of its own, within its fair share like any client."""
+    return Client("watchlist", precomputed=True, most_in_flight=settings.PRECOMPUTE_MAX_IN_FLIGHT)
+
+
 def refresh() -> Refresh:
+    """Ask the gate each watched question, taking only an answer fresh enough for the
+    watchlist (`stale_reason`): the gate joins a pipeline in flight or starts one."""
     outcome = Refresh()
-    in_flight = PredictionRequest.objects.in_flight()
-    places = settings.PRECOMPUTE_MAX_IN_FLIGHT - in_flight.filter(precomputed=True).count()
+    asker = client()
     for symbol, horizon in questions():
-        answer = PredictionRequest.objects.answer_for(symbol, horizon)
-        reason = stale_reason(answer, partial(_newest_bar, symbol))
-        if not reason:
+        fresh = _Freshness(symbol)
+        asked = gate.ask(Question(symbol, horizon), asker, accept=fresh)
+        if isinstance(asked, gate.Answered):
             outcome.fresh += 1
             continue
-        if PredictionRequest.objects.leader_for(symbol, horizon, settings.DEFAULT_STRATEGY):
-            continue  # already being answered
-        if places <= 0:
-            outcome.deferred = f"{settings.PRECOMPUTE_MAX_IN_FLIGHT} precomputations in flight"
-            break
-        asked = gate.ask(Question(symbol, horizon, cached=False), WATCHLIST)
-        if isinstance(asked, gate.Refused):  # the service is full, or its share is
+        if isinstance(asked, gate.Refused):  # the service is full, or the watchlist's share
             outcome.deferred = asked.reason
             break
         if isinstance(asked, gate.Unservable):
             outcome.unavailable.append(f"{symbol}: {asked.reason}")
             continue
-        if isinstance(asked, gate.Queued) and not asked.joined:  # joined: asked a moment ago
-            places -= 1
-        outcome.started.append(f"{symbol} h={horizon} ({reason})")
-    if outcome.started or outcome.unavailable or (outcome.deferred and places > 0):
+        if not asked.joined:
+            outcome.started.append(f"{symbol} h={horizon} ({fresh.reason})")
+    if outcome.started or outcome.unavailable or outcome.deferred:
         log.info("watchlist: %s", outcome)
     return outcome

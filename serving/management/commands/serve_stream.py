@@ -1,4 +1,4 @@
-"""`manage.py serve_queue`: answer the queue client's questions (see workers/queue_consumer.py)."""
+"""`manage.py serve_stream`: answer the stream clients' questions (serving/stream_consumer.py)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from workers.queue_consumer import serve
+from serving.stream_consumer import serve
 
 
 class Command(BaseCommand):

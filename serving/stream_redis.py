@@ -6,7 +6,7 @@ it, so a client that writes as fast and as large as it can fills the Redis it wr
 In the main Redis that stopped the broker, admission control and the throttles ("command
 not allowed when used memory > 'maxmemory'"); in a Redis of its own (`noeviction`, its own
 `maxmemory`) it can only fill that one, and the consumer's per-client bounds
-(workers/queue_bounds.py) cut such a client off before it does. Unset, the main Redis is
+(serving/stream_bounds.py) cut such a client off before it does. Unset, the main Redis is
 used, and a system check warns under DEPLOYMENT=production.
 """
 

@@ -16,8 +16,8 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from workers.batch.plan import BadPlan
-from workers.batch.rows import COLUMNS, Row, finished_pairs
+from serving.batch.plan import BadPlan
+from serving.batch.rows import COLUMNS, Row, finished_pairs
 
 SCHEMA = pa.schema(
     [

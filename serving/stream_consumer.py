@@ -1,14 +1,14 @@
 """The server side of the queue client: questions from Redis Streams, answers to others.
 
 Each client has its own input and output stream (`stockserve_client.protocol.client_keys`:
-the default one, and every name `manage.py queue_clients add` registered, whose Redis user
-reaches only its own keys). Each consumer (`manage.py serve_queue`, started by `make run`)
+the default one, and every name `manage.py stream_clients add` registered, whose Redis user
+reaches only its own keys). Each consumer (`manage.py serve_stream`, started by `make run`)
 reads every client's input stream in one consumer group, so each question goes to one
-consumer. All of it lives in the queue's Redis (`QUEUE_REDIS_URL`, workers/queue_redis.py),
-and each client's bounds are enforced at every step (workers/queue_bounds.py): an entry
+consumer. All of it lives in the queue's Redis (`QUEUE_REDIS_URL`, serving/stream_redis.py),
+and each client's bounds are enforced at every step (serving/stream_bounds.py): an entry
 over QUEUE_MAX_ENTRY_BYTES, or a question beyond QUEUE_CLIENT_MAX_PENDING in progress, is
 answered `refused`. A question goes through the gate every entry point shares
-(`workers.gate.ask`, admission control as the client `queue:<name>`, so each queue client
+(`serving.gate.ask`, admission control as the client `queue:<name>`, so each queue client
 has its own share): a cached answer is written at once; otherwise the consumer holds its
 message until the prediction ends. The answer is written once: one Lua script sets the
 per-request key only if absent, appends to the output stream (capped), publishes the
@@ -38,13 +38,13 @@ from stockserve_client.protocol import Answer, ClientKeys
 from predictions import log_context
 from predictions.models import PredictionRequest
 from predictions.symbols import InvalidSymbol, normalize_symbol
-from workers import gate, queue_bounds
-from workers.gate import Client, Question
-from workers.queue_bounds import Usage, trim_read
-from workers.queue_redis import get_queue_redis, queue_script
+from serving import awaiting, gate, stream_bounds
+from serving.gate import Client, Question
+from serving.stream_bounds import Usage, trim_read
+from serving.stream_redis import get_queue_redis, queue_script
 
 log = logging.getLogger(__name__)
-CLIENT_PREFIX = "queue:"  # + the client's name: its admission share (workers.gate.Client)
+CLIENT_PREFIX = "stream:"  # + the client's name: its admission share (serving.gate.Client)
 DEAD_LETTER_STREAM = "stockserve:queue:dead"  # entries no consumer could answer, kept
 FAILURES_KEY = "stockserve:queue:failures"  # entry id -> failed attempts
 
@@ -64,6 +64,7 @@ redis.call('XDEL', KEYS[3], ARGV[5])
 return 1
 """
 TRIM_EVERY_SECONDS = 1.0
+HELD_WAIT_SECONDS = 0.2  # a step with nothing new waits this long for a held answer
 
 
 @dataclass
@@ -74,10 +75,11 @@ class Held:
     prediction_id: str
 
 
-class QueueConsumer:
+class StreamConsumer:
     def __init__(self, name: str) -> None:
         self.name = name
         self.redis = get_queue_redis()
+        self.awaited = awaiting.Awaited()  # the predictions the held questions wait for
         self.held: dict[tuple[str, str], Held] = {}  # by (input stream, entry id)
         self.clients: dict[str, ClientKeys] = {}  # by input stream
         self.usage: dict[str, Usage] = {}  # by client name, this step
@@ -85,7 +87,7 @@ class QueueConsumer:
         self._refresh_clients()
 
     def _refresh_clients(self) -> None:
-        """The default client and every named one (`manage.py queue_clients add`), each
+        """The default client and every named one (`manage.py stream_clients add`), each
         input stream with the servers' group."""
         names = [protocol.DEFAULT_CLIENT] + sorted(
             _text(n) for n in self.redis.smembers(protocol.CLIENTS_KEY)
@@ -116,9 +118,9 @@ class QueueConsumer:
         """Enforce each client's bounds, claim what dead consumers left, read new
         questions (at most QUEUE_READ_BATCH per client), answer what finished."""
         self._refresh_clients()
-        queue_bounds.switch_on_again(self.redis)
-        self.usage = queue_bounds.enforce(self.redis, list(self.clients.values()))
-        cut_off = queue_bounds.cutoffs(self.redis)
+        stream_bounds.switch_on_again(self.redis)
+        self.usage = stream_bounds.enforce(self.redis, list(self.clients.values()))
+        cut_off = stream_bounds.cutoffs(self.redis)
         serving = {s: k for s, k in self.clients.items() if k.name not in cut_off}
         try:
             entries, redelivered = self._claim_and_read(serving, block_ms)
@@ -133,11 +135,9 @@ class QueueConsumer:
             if fields:  # a claimed entry already deleted has no fields
                 again = (keys.input, _text(entry_id)) in redelivered
                 self._take_safely(keys, _text(entry_id), fields, again)
-        self._answer_finished()
+        self._answer_finished(HELD_WAIT_SECONDS if not entries else 0.0)
         self._keep_held()
         self._trim_outputs()
-        if not entries and self.held:
-            time.sleep(0.2)
 
     def _claim_and_read(
         self, serving: dict[str, ClientKeys], block_ms: int
@@ -275,25 +275,21 @@ class QueueConsumer:
         else:
             prediction_id = str(outcome.request.id)
             self.held[(keys.input, entry_id)] = Held(keys, entry_id, request_id, prediction_id)
+            self.awaited.add(prediction_id)
             if not redelivered:  # the next question of this step sees it in progress
                 self.usage.setdefault(keys.name, Usage()).pending += 1
 
-    def _answer_finished(self) -> None:
+    def _answer_finished(self, seconds: float = 0.0) -> None:
+        """Answer the held questions whose predictions ended (`serving.awaiting`: woken by
+        their final events), waiting up to `seconds` for the first."""
         if not self.held:
             return
-        waiting = {h.prediction_id for h in self.held.values()}
-        finished = {}
-        for prediction in PredictionRequest.objects.filter(id__in=waiting).select_related(
-            "answered_by"
-        ):
-            prediction.fail_if_stale()
-            if prediction.is_final:
-                finished[str(prediction.id)] = prediction.answered_by or prediction
+        ended = {str(r.id): awaiting.answer_of(r) for r in self.awaited.ended(seconds)}
         for place, held in list(self.held.items()):
-            if held.prediction_id in finished:
+            if held.prediction_id in ended:
                 del self.held[place]
                 self._write(held.keys, held.entry_id,
-                            _answer(held.request_id, finished[held.prediction_id]))  # fmt: skip
+                            _answer(held.request_id, ended[held.prediction_id]))  # fmt: skip
 
     def _keep_held(self) -> None:
         """Reset the idle time of the messages this consumer holds, so no one claims them."""
@@ -314,9 +310,9 @@ class QueueConsumer:
     def _write(self, keys: ClientKeys, entry_id: str, answer: Answer) -> None:
         fields = answer.to_fields()
         answer_key = keys.answer_key(answer.request_id)
-        hour, size = queue_bounds.answer_accounting(answer_key, fields["answer"])
+        hour, size = stream_bounds.answer_accounting(answer_key, fields["answer"])
         queue_script(_ANSWER_ONCE)(
-            [answer_key, keys.output, keys.input, queue_bounds.usage_key(keys.name)],
+            [answer_key, keys.output, keys.input, stream_bounds.usage_key(keys.name)],
             [
                 fields["answer"],
                 answer.request_id,
@@ -366,7 +362,7 @@ def _text(value: object) -> str:
 
 def serve(name: str, stop: Callable[[], bool]) -> None:
     """Answer questions until `stop()` says so; a Redis outage is waited out."""
-    consumer = QueueConsumer(name)
+    consumer = StreamConsumer(name)
     while not stop():
         try:
             consumer.step()

@@ -27,11 +27,11 @@ from django.conf import settings
 from django.db import transaction
 
 from predictions import answer_cache, event_metrics, log_context
-from predictions.admission import BUSY, in_flight_limit
 from predictions.models import PredictionRequest
 from predictions.redis_client import get_redis
-from predictions.submission import Admission, NotAdmitted, SymbolNotServed, submit
-from workers import pipeline, routing
+from serving import pipeline, routing
+from serving.admission import BUSY, in_flight_limit
+from serving.submission import Admission, NotAdmitted, SymbolNotServed, submit
 
 log = logging.getLogger(__name__)
 
@@ -58,10 +58,13 @@ class Client:
     request it is. An anonymous client's address is `rate_limits.address_key`'s: an IPv4
     address, or an IPv6 address's /64."""
 
-    key: str  # "user:<pk>", "anon:<address>", "queue:<name>", "batch:<host>", "watchlist"
+    # "user:<pk>", "anon:<address>", "stream:<name>", "batch:<host>", "watchlist", and
+    # "health" (model health retraining a demoted model: exempt from admission)
+    key: str
     user: Any = None
-    admitted: bool = True  # False: exempt from admission (a demoted model's retraining)
+    admitted: bool = True  # False: exempt from admission (model health's retraining)
     precomputed: bool = False  # asked ahead of time, not by a person
+    most_in_flight: int | None = None  # a cap below its fair share (the watchlist's)
 
 
 @dataclass
@@ -133,7 +136,7 @@ def cached_answer(
         if accept is None or accept(answered.prediction):
             return answered
         return None
-    prediction = PredictionRequest.objects.answer_for(symbol, horizon)
+    prediction = answer_cache.newest_answer(symbol, horizon)
     if prediction is None or prediction.finished_at is None:
         return None
     if accept is not None and not accept(prediction):
@@ -151,10 +154,13 @@ def ask(
     if question.cached:
         answered = cached_answer(question.symbol, question.horizon, accept)
         if answered is not None:
-            _count_hit()
+            if not client.precomputed:  # a hit is a person's question answered at once
+                _count(event_metrics.count_cache_hit)
             return answered  # no log line: cached answers come thousands a second
-    gate = (
-        Admission(client.key, in_flight_limit(routing.model_processes()))
+        if not client.precomputed:
+            _count(event_metrics.count_cache_miss)
+    admission = (
+        Admission(client.key, in_flight_limit(routing.model_processes()), client.most_in_flight)
         if client.admitted
         else None
     )
@@ -164,9 +170,9 @@ def ask(
             question.horizon,
             question.strategy,
             client.user,
-            use_cache=question.joinable,
+            joinable=question.joinable,
             warm_start=question.warm_start,
-            gate=gate,
+            admission=admission,
             precomputed=client.precomputed,
         )
     except SymbolNotServed as exc:
@@ -188,8 +194,9 @@ def ask(
     return Queued(submission.request, joined=submission.joined)
 
 
-def _count_hit() -> None:
-    """Counted as the fast path counts its hits (`/metrics`, the dashboard's hit ratio)."""
+def _count(counter: Callable[[Any], None]) -> None:
+    """Hits counted as the fast path counts its own, misses beside them (`/metrics`, the
+    dashboard's hit ratio): of people's questions, never the watchlist's look-ups."""
     pipe = get_redis().pipeline(transaction=False)
-    event_metrics.count_cache_hit(pipe)
+    counter(pipe)
     pipe.execute()

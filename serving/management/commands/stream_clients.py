@@ -1,6 +1,6 @@
-"""`manage.py queue_clients add NAME` gives a queue client its own streams and a Redis user
+"""`manage.py stream_clients add NAME` gives a queue client its own streams and a Redis user
 that reaches only them, and prints its Redis URL once; `remove NAME` revokes it; `list`
-shows each client and whether it is cut off (workers/queue_bounds.py).
+shows each client and whether it is cut off (serving/stream_bounds.py).
 
 Why: every stream client used to share one input and one output stream, so any client
 could read every answer; and a user allowed every key under its prefix could fill Redis
@@ -24,10 +24,10 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from stockserve_client import protocol
 
 from predictions.redis_client import text
-from workers import queue_bounds
-from workers.queue_bounds import user_name
-from workers.queue_redis import get_queue_redis
-from workers.redis_users import CONNECTION_COMMANDS, redis_url_for, require_redis_7, save_acl
+from serving import stream_bounds
+from serving.redis_users import CONNECTION_COMMANDS, redis_url_for, require_redis_7, save_acl
+from serving.stream_bounds import user_name
+from serving.stream_redis import get_queue_redis
 
 
 def client_acl(keys: protocol.ClientKeys, password: str) -> list[str]:
@@ -64,14 +64,14 @@ class Command(BaseCommand):
         else:
             server.execute_command("ACL", "DELUSER", user_name(keys.name))
             server.srem(protocol.CLIENTS_KEY, keys.name)
-            server.hdel(queue_bounds.CUTOFFS_KEY, keys.name)
+            server.hdel(stream_bounds.CUTOFFS_KEY, keys.name)
             save_acl(server, self.stderr)
             self.stdout.write(f"{keys.name}: its Redis user is gone; its streams are left to read")
 
     def _states(self, server: redis.Redis) -> list[dict[str, Any]]:
         """Each client, its user on or off, and until when and why it is cut off."""
         names = sorted(text(n) for n in server.smembers(protocol.CLIENTS_KEY))
-        cut = queue_bounds.cutoffs(server)
+        cut = stream_bounds.cutoffs(server)
         states = []
         for name in names:
             user: Any = server.acl_getuser(user_name(name))

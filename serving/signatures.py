@@ -9,9 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 from celery import Signature
+from django.conf import settings
 
-from predictions.models import PredictionRequest
-from workers import routing
+from predictions.models import PredictionRequest, Strategy
+from serving import routing
 
 FETCH_PRICES = "workers.tasks.fetch_prices"
 RUN_MODEL = "workers.tasks.run_model"
@@ -49,7 +50,7 @@ PRIORITY_STEP = 3
 
 
 def priority(request: PredictionRequest) -> dict[str, int]:
-    """Fair queueing at the broker: the request's rank (predictions.admission.queue_rank)
+    """Fair queueing at the broker: the request's rank (serving.admission.queue_rank)
     as a priority step, so an identified client's first pipeline goes first, its second
     behind every first one, and so on. The watchlist is a client like the others: a user
     asking a watched question joins its pipeline and waits for it."""
@@ -81,6 +82,15 @@ def analyze_sentiment(request: PredictionRequest) -> Signature:
 
 def run_centralized(request: PredictionRequest, queue: str) -> Signature:
     return _header(RUN_CENTRALIZED, (str(request.id),), queue, request)
+
+
+def first_task(request: PredictionRequest) -> Signature:
+    """What starts the request's strategy: the whole pipeline in one task (`centralized`),
+    or the price coordinator, which launches the rest (`chord`, `cascade`)."""
+    if request.strategy == Strategy.CENTRALIZED:
+        queue = routing.queue_for_models(list(settings.PREDICTION_MODELS))
+        return run_centralized(request, queue)
+    return fetch_prices(request)
 
 
 def callback(name: str, request: PredictionRequest, **kwargs: Any) -> Signature:

@@ -1,11 +1,12 @@
 """Each pair the way the API serves it, at most `in_flight` at a time.
 
-Each pair goes through the gate every entry point shares (`workers.gate.ask`): a fresh
+Each pair goes through the gate every entry point shares (`serving.gate.ask`): a fresh
 cached answer is written at once (unless `fresh`); otherwise the pair is queued as a POST
 would be, with admission control as the client `batch:<host>` (so a batch holds no more
 than one client's share of the service and waits its Retry-After when refused), and
-through the same workers. A pair that does not finish within
-`timeout_s` is failed with that reason, so every request the batch made ends final.
+through the same workers, and waited for as every entry point waits (`serving.awaiting`).
+A pair that does not finish within `timeout_s` is failed with that reason, so every
+request the batch made ends final.
 """
 
 from __future__ import annotations
@@ -17,11 +18,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from predictions.models import PredictionRequest, Status
-from workers import gate
-from workers.batch.rows import Row, rows_for
-from workers.gate import Client, Question
+from serving import awaiting, final, gate
+from serving.batch.rows import Row, rows_for
+from serving.gate import Client, Question
 
-POLL_SECONDS = 0.25
+LONGEST_WAIT_SECONDS = 1.0  # then it looks again at refusals' retry times and timeouts
 
 
 @dataclass
@@ -55,6 +56,7 @@ class BatchRunner:
         self.timeout_s = timeout_s
         self.client = f"batch:{socket.gethostname()}"
         self.tally = Tally()
+        self.awaited = awaiting.Awaited()
 
     def run(self, pairs: list[tuple[str, int]]) -> Tally:
         waiting = deque(pairs)
@@ -71,9 +73,13 @@ class BatchRunner:
                 waiting.popleft()
                 if request_id:
                     pending[request_id] = Pending(pair, time.monotonic() + self.timeout_s)
-            self._collect(pending)
-            if pending or waiting:
-                time.sleep(POLL_SECONDS)
+            can_start = waiting and len(pending) < self.in_flight
+            if can_start and time.monotonic() >= retry_at:
+                continue
+            self._collect(pending, LONGEST_WAIT_SECONDS if pending else 0.0)
+            if not pending and waiting:  # refused: nothing to wait for but the Retry-After
+                time.sleep(max(0.0, retry_at - time.monotonic()))
+        self.awaited.close()
         return self.tally
 
     def _start(self, pair: tuple[str, int]) -> str | gate.Refused | None:
@@ -95,25 +101,24 @@ class BatchRunner:
             return None
         if isinstance(outcome, gate.Refused):
             return outcome
+        self.awaited.add(str(outcome.request.id))
         return str(outcome.request.id)
 
-    def _collect(self, pending: dict[str, Pending]) -> None:
-        final = PredictionRequest.objects.filter(
-            id__in=list(pending), status__in=[Status.DONE, Status.FAILED]
-        ).select_related("answered_by")
-        for request in final:
-            del pending[str(request.id)]
-            self._finish(request.answered_by or request)
+    def _collect(self, pending: dict[str, Pending], seconds: float) -> None:
+        """Write what ended (waiting up to `seconds` for the first); fail what timed out."""
+        for request in self.awaited.ended(seconds):
+            if pending.pop(str(request.id), None) is not None:
+                self._finish(awaiting.answer_of(request))
         now = time.monotonic()
         for request_id, waiting in list(pending.items()):
             if now > waiting.give_up_at:
                 request = PredictionRequest.objects.get(id=request_id)
-                request.mark_failed(
-                    f"The batch stopped waiting for it after {self.timeout_s:.0f} s."
+                final.fail(
+                    request, f"The batch stopped waiting for it after {self.timeout_s:.0f} s."
                 )
                 request.refresh_from_db()
                 del pending[request_id]
-                self._finish(request)
+                self._finish(awaiting.answer_of(request))
 
     def _finish(self, prediction: PredictionRequest) -> None:
         rows = rows_for(prediction)

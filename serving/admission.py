@@ -6,7 +6,7 @@ request that needs the pipeline is admitted only while fewer than the limit are 
 running; beyond it the client is told at once to come back later, with a Retry-After
 taken from how fast pipelines have been finishing. Cached answers and joins to an
 identical request in flight need no admission (joins have their own bound per client,
-`predictions/follows.py`).
+`serving/follows.py`).
 
 The share is fair among the clients asking now: with n of them (those holding places,
 those refused for a full service who were told to come back and whose Retry-After has
@@ -174,9 +174,11 @@ def queue_rank(client: str, place: int) -> int:
     return min(place - 1 + anonymous, 2)
 
 
-def admit(request_id: str, client: str, deadline: float, limit: int) -> Decision:
-    """Take a place for `request_id` if the client is under its fair share and the service
-    has one free."""
+def admit(
+    request_id: str, client: str, deadline: float, limit: int, most: int | None = None
+) -> Decision:
+    """Take a place for `request_id` if the client is under its fair share (and `most`,
+    a client's own cap) and the service has one free."""
     now = time.time()
     keys = [IN_FLIGHT_KEY, OWNERS_KEY, ASKING_KEY]
     argv: list[str | float] = [
@@ -185,7 +187,7 @@ def admit(request_id: str, client: str, deadline: float, limit: int) -> Decision
         request_id,
         client,
         limit,
-        client_share(limit),
+        client_share(limit) if most is None else min(most, client_share(limit)),
     ]
     code, in_flight, held, share = (int(v) for v in script(_ADMIT)(keys, argv))
     if code == 0:

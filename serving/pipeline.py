@@ -1,6 +1,8 @@
-"""Dispatching a prediction: hand it to its strategy, and fail it at once if that fails.
+"""Dispatching a prediction: send its strategy's first task, and fail it at once if that
+fails.
 
-How each strategy runs its stages is in `workers/strategies/`; the tasks in `workers.tasks`.
+Serving sends tasks by name (`serving.signatures`) and never imports them: how each
+strategy runs its stages is in `workers/strategies/`, the tasks in `workers.tasks`.
 """
 
 from __future__ import annotations
@@ -8,8 +10,7 @@ from __future__ import annotations
 from celery import current_app
 
 from predictions.models import PredictionRequest
-from workers import routing
-from workers.strategies import strategy_for
+from serving import final, routing, signatures
 
 
 def warm_up_dispatch() -> None:
@@ -30,7 +31,7 @@ def dispatch(request: PredictionRequest) -> None:
     (instead of waiting for its deadline) and the error goes up to the caller.
     """
     try:
-        strategy_for(request.strategy).dispatch(request)
+        signatures.first_task(request).apply_async()
     except Exception as exc:
-        request.mark_failed(f"The request could not be queued: {exc}")
+        final.fail(request, f"The request could not be queued: {exc}")
         raise

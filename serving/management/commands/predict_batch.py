@@ -18,10 +18,10 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
-from workers.batch.files import Output
-from workers.batch.plan import BadPlan, make_plan
-from workers.batch.rows import Row
-from workers.batch.runner import BatchRunner
+from serving.batch.files import Output
+from serving.batch.plan import BadPlan, make_plan
+from serving.batch.rows import Row
+from serving.batch.runner import BatchRunner
 
 
 class Command(BaseCommand):

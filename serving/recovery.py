@@ -23,7 +23,7 @@ from django.utils import timezone
 from predictions import log_context, progress
 from predictions.models import PredictionRequest
 from predictions.redis_client import epoch
-from workers import pipeline
+from serving import final, pipeline
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +58,7 @@ def sweep() -> Sweep:
             log.exception("sweeper: request %s could not be recovered this time", request.id)
         finally:
             log_context.reset(token)
-    return Sweep(redispatched, PredictionRequest.objects.fail_stale())
+    return Sweep(redispatched, final.fail_stale())
 
 
 # How a store's failure reads in a broken chord's error (redis-py's and kombu's exceptions,
@@ -91,8 +91,8 @@ def _recover(request: PredictionRequest, current: str, moved_at: float | None) -
     if not reason:
         return 0
     if request.attempts >= settings.PREDICTION_ATTEMPTS:
-        request.mark_failed(
-            f"The pipeline was lost {request.attempts} times ({reason}); giving up."
+        final.fail(
+            request, f"The pipeline was lost {request.attempts} times ({reason}); giving up."
         )
         return 0
     if not request.claim_redispatch(current):

@@ -1,0 +1,245 @@
+"""Prediction requests: the question, its state, and the answer it came to.
+
+A request's status lives in our own table, never in Celery's result backend: Celery
+reports unknown task ids as PENDING, so it cannot tell lost from waiting. State changes
+here touch the row only; what follows a final state is `serving.final`'s.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import models
+from django.utils import timezone
+
+
+class Status(models.TextChoices):
+    QUEUED = "queued"
+    RUNNING = "running"
+    DONE = "done"
+    FAILED = "failed"
+
+
+ACTIVE = (Status.QUEUED, Status.RUNNING)
+
+
+class Strategy(models.TextChoices):
+    """How a request's stages are scheduled (implemented in workers/strategies/)."""
+
+    CENTRALIZED = "centralized"  # the whole pipeline, one stage after another, in one task
+    CHORD = "chord"  # prices, then one flat chord of every model and the sentiment
+    CASCADE = "cascade"  # cheap models first, the deep ones only when those are unsure
+
+
+STRATEGIES: tuple[str, ...] = tuple(Strategy.values)
+
+
+class PredictionQuerySet(models.QuerySet["PredictionRequest"]):
+    def active(self) -> PredictionQuerySet:
+        return self.filter(status__in=ACTIVE)
+
+    def leader_for(self, symbol: str, horizon: int, strategy: str) -> PredictionRequest | None:
+        """An identical request still in flight that a new one may join."""
+        return (
+            self.active()
+            .filter(
+                symbol=symbol,
+                horizon=horizon,
+                strategy=strategy,
+                joinable=True,
+                answered_by__isnull=True,
+                deadline__gt=timezone.now(),
+            )
+            .order_by("-created_at")
+            .first()
+        )
+
+    def answer_for(self, symbol: str, horizon: int, since: datetime) -> PredictionRequest | None:
+        """The newest prediction the pipeline itself finished for this question since then
+        (`predictions.answer_cache.newest_answer` says since when an answer is fresh)."""
+        return (
+            self.filter(
+                symbol=symbol,
+                horizon=horizon,
+                status=Status.DONE,
+                answered_by__isnull=True,
+                finished_at__gte=since,
+            )
+            .order_by("-finished_at")
+            .first()
+        )
+
+    def listed_for(self, user: Any) -> PredictionQuerySet:
+        """A user lists their own requests; staff list everyone's; anonymous clients none."""
+        if user is not None and user.is_authenticated and user.is_staff:
+            return self.all()
+        if user is not None and user.is_authenticated:
+            return self.filter(user_id=user.pk)
+        return self.none()
+
+    def in_flight(self) -> PredictionQuerySet:
+        """Requests with a pipeline of their own that should still be running."""
+        return self.active().filter(answered_by__isnull=True, deadline__gt=timezone.now())
+
+    def stale(self) -> PredictionQuerySet:
+        """Requests that should have finished by now: a worker died or a task was lost."""
+        return self.active().filter(deadline__lt=timezone.now())
+
+
+class PredictionRequest(models.Model):
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    symbol = models.CharField(max_length=16, db_index=True)
+    horizon = models.PositiveSmallIntegerField()
+    strategy = models.CharField(max_length=32, choices=Strategy.choices, default=Strategy.CHORD)
+    # False: a fresh run. Models train from scratch when REGISTRY_SHADOW is off (as cold
+    # benchmarks need); with it on, the serving generation answers and a shadow is trained.
+    warm_start = models.BooleanField(default=True)
+    status = models.CharField(max_length=16, choices=Status.choices, default=Status.QUEUED)
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL
+    )
+    created_at = models.DateTimeField(default=timezone.now, db_index=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    deadline = models.DateTimeField()
+    price_key = models.CharField(max_length=64, blank=True)
+    data_source = models.CharField(max_length=64, blank=True)
+    last_bar_date = models.DateField(null=True, blank=True)
+    result = models.JSONField(null=True, blank=True)
+    error = models.TextField(blank=True)
+    # A follower joined this request while it ran: it keeps no copy of the result.
+    answered_by = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="followers"
+    )
+    # An identical request may join this one while it runs (not when it asked for fresh work).
+    joinable = models.BooleanField(default=False)
+    # Served to others as a cached answer: the answer to a public question, readable by id.
+    shared = models.BooleanField(default=False)
+    # Asked by the watchlist (serving/watchlist.py), not by a person: its answer says it
+    # was precomputed.
+    precomputed = models.BooleanField(
+        default=False, help_text="Computed ahead of time for the watchlist, not asked by a person."
+    )
+    # Dispatches so far, when the last one left and which Redis (its epoch) it went to: the
+    # sweeper dispatches again a request whose pipeline vanished (serving/recovery.py).
+    attempts = models.PositiveSmallIntegerField(default=1)
+    dispatched_at = models.DateTimeField(null=True, blank=True)
+    dispatch_epoch = models.CharField(max_length=32, blank=True)
+    # Not stored: how many steps its tasks wait behind an identified client's first
+    # pipeline at the broker (serving.signatures.priority; serving.admission.queue_rank).
+    # A request dispatched again by the sweeper goes first.
+    queue_rank: int = 0
+
+    objects = PredictionQuerySet.as_manager()
+
+    class Meta:
+        ordering = ["-created_at"]
+        indexes = [models.Index(fields=["status", "deadline"])]
+        constraints = [
+            # One leader per question in flight, even when two arrive at the same moment:
+            # the second insert fails and joins the first.
+            models.UniqueConstraint(
+                fields=["symbol", "horizon", "strategy"],
+                condition=models.Q(
+                    status__in=["queued", "running"], joinable=True, answered_by__isnull=True
+                ),
+                name="one_leader_per_question",
+            )
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.symbol} h={self.horizon} {self.status}"
+
+    @classmethod
+    def queued(cls, **fields: Any) -> PredictionRequest:
+        """A new request, not saved yet, with its id and deadline already decided."""
+        request = cls(**fields)
+        request.deadline = request.created_at + timedelta(seconds=settings.PREDICTION_TIMEOUT)
+        request.dispatched_at = request.created_at
+        return request
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        if self.deadline is None:
+            self.deadline = self.created_at + timedelta(seconds=settings.PREDICTION_TIMEOUT)
+        super().save(*args, **kwargs)
+
+    def visible_to(self, user: Any) -> bool:
+        """Who may read this request by its id: its owner and staff; anyone, when it was made
+        anonymously (its id is the secret) or has been served as a cached answer."""
+        if self.user_id is None or self.shared:
+            return True
+        authenticated = user is not None and user.is_authenticated
+        return bool(authenticated and (user.is_staff or user.pk == self.user_id))
+
+    def share(self) -> None:
+        """From now on it answers other people's questions, so they may read it by id."""
+        if not self.shared:
+            PredictionRequest.objects.filter(id=self.id).update(shared=True)
+            self.shared = True
+
+    @property
+    def is_final(self) -> bool:
+        return self.status in (Status.DONE, Status.FAILED)
+
+    @property
+    def full_result(self) -> dict[str, Any] | None:
+        if self.result is None and self.answered_by is not None:
+            return self.answered_by.result
+        return self.result
+
+    @property
+    def latency_ms(self) -> float | None:
+        if self.finished_at is None:
+            return None
+        return round((self.finished_at - self.created_at).total_seconds() * 1000, 1)
+
+    # State transitions are single atomic UPDATEs guarded by the current status, so a
+    # redelivered task or the sweeper can never move a finished request backwards.
+
+    def mark_running(self) -> bool:
+        updated = PredictionRequest.objects.filter(id=self.id, status__in=ACTIVE).update(
+            status=Status.RUNNING, started_at=self.started_at or timezone.now()
+        )
+        return bool(updated)
+
+    def record_done(self, result: dict[str, Any]) -> bool:
+        """Done, if still in flight: the row only (`serving.final.finish` does the rest)."""
+        now = timezone.now()
+        updated = PredictionRequest.objects.filter(id=self.id, status__in=ACTIVE).update(
+            status=Status.DONE, result=result, finished_at=now, error=""
+        )
+        if updated:
+            self.status, self.result, self.finished_at = Status.DONE, result, now
+        return bool(updated)
+
+    def record_failed(self, reason: str) -> bool:
+        """Failed, if still in flight: the row only (`serving.final.fail` does the rest)."""
+        now = timezone.now()
+        updated = PredictionRequest.objects.filter(id=self.id, status__in=ACTIVE).update(
+            status=Status.FAILED, error=reason, finished_at=now
+        )
+        if updated:
+            self.status, self.error, self.finished_at = Status.FAILED, reason, now
+        return bool(updated)
+
+    def claim_redispatch(self, epoch: str) -> bool:
+        """Count one more dispatch, if no other sweeper did in the meantime (guarded)."""
+        now = timezone.now()
+        updated = PredictionRequest.objects.filter(
+            id=self.id, status__in=ACTIVE, attempts=self.attempts
+        ).update(attempts=self.attempts + 1, dispatched_at=now, dispatch_epoch=epoch)
+        if updated:
+            self.attempts, self.dispatched_at, self.dispatch_epoch = self.attempts + 1, now, epoch
+        return bool(updated)
+
+    def settle_followers(self) -> list[PredictionRequest]:
+        """End the requests that joined this one as it ended; those it ended."""
+        followers = list(PredictionRequest.objects.filter(answered_by=self, status__in=ACTIVE))
+        if followers:
+            PredictionRequest.objects.filter(
+                id__in=[f.id for f in followers], status__in=ACTIVE
+            ).update(status=self.status, error=self.error, finished_at=timezone.now())
+        return followers
