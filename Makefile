@@ -104,7 +104,7 @@ cluster-bench: setup test-hosts postgres  ## cold and warm predictions/s that 1 
 	$(PY) -m loadtests.cluster_bench $(CLUSTER_BENCH_ARGS)
 
 replay: setup  ## a year of the offline market through the real stack: forecasts of record, live coverage, bar -> forecast, the decisions' error rates
-	$(PY) -m loadtests.replay $(REPLAY_ARGS)
+	$(PY) -m loadtests.market_replay $(REPLAY_ARGS)
 
 decisions: setup  ## the shadow judge's and model health's error rates on years of the models' real daily errors
 	$(PY) -m benchmarks.decisions

@@ -2,18 +2,15 @@
 
     python -m loadtests.bench_api [--quick] [--rounds 3] [--seconds 10] [--rates 250,500,1000]
 
-1. Starts the stack as `make run` does (`python -m devstack`, rate limits raised above the
-   load, a private Redis and database) and waits for `/readyz`.
-2. Cached answers: `wrk` (32 connections) posts the same question to the service and to a
-   minimal Django project serving one JSON view of the same bytes under the same gunicorn
-   command line (`benchmarks/bare_django.py`), alternating rounds; then an open-loop run at
-   fixed rates (`loadtests.engine`) with exact percentiles.
-3. Warm predictions (`use_cache: false`, unchanged data, every model in the registry), one
-   after another, end to end as the client sees them, with where the time went by stage;
-   one cold prediction (`warm_start: false`).
-4. Restarts the stack and times the first warm prediction after `/readyz` says ready
-   against the ones after it.
-5. The no-op pipeline against a bare Celery chord of the same shape (`bench_overhead`).
+Starts the stack as `make run` does (`loadtests.deployment.Stack`: rate limits raised
+above the load, a private Redis and database), waits for `/readyz`, and runs each
+measurement, one file each:
+
+1. cached answers against a bare Django view (`bench_api_cached`);
+2. a cold prediction, warm ones with where their time went, and the first warm one after a
+   restart (`bench_api_warm`);
+3. the no-op pipeline against a bare Celery chord of the same shape (`bench_overhead`, on a
+   private stack of its own).
 
 Prints one table with the goals, writes report.md and results.json under
 loadtests/reports/bench-api-<time>/. Ratios, not absolute figures, are what carry over
@@ -24,10 +21,7 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
-import re
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -35,129 +29,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import requests
-
 from devstack.supervisor import Interrupted, Supervisor, handle_signals
-from loadtests import engine
-from loadtests.deployment import PREDICTIONS, QUESTION, REPORTS, ROOT, Stack, predict, start_web
-from loadtests.latencies import percentile
+from loadtests import bench_api_cached, bench_api_warm
+from loadtests.deployment import REPORTS, ROOT, Stack
 from loadtests.report import fmt, machine, save, verdict
-
-# --- predictions as a client makes them
-
-
-def stage_breakdown(predictions: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
-    """Median wait before each stage (since the previous one ended, or since the request
-    was created) and median duration, over the given predictions."""
-    waits: dict[str, list[float]] = {}
-    durations: dict[str, list[float]] = {}
-    for p in predictions:
-        created = datetime.fromisoformat(p["created_at"].replace("Z", "+00:00")).timestamp()
-        stages = sorted(p["stages"], key=lambda s: s["started_at"])
-        for stage in stages:
-            before = [s["finished_at"] for s in stages if s["finished_at"] <= stage["started_at"]]
-            ready_at = max(before, default=created)
-            waits.setdefault(stage["stage"], []).append((stage["started_at"] - ready_at) * 1000)
-            durations.setdefault(stage["stage"], []).append(stage["duration_ms"])
-    return {
-        name: {
-            "wait_ms": statistics.median(waits[name]),
-            "duration_ms": statistics.median(durations[name]),
-        }
-        for name in durations
-    }
-
-
-# --- the phases
-
-
-WRK_LUA = """wrk.method = "POST"
-wrk.body = '{body}'
-wrk.headers["Content-Type"] = "application/json"
-{auth}"""
-
-
-def parse_wrk(text: str) -> dict[str, Any]:
-    """Requests/sec, latency percentiles (ms) and errors from `wrk --latency` output."""
-
-    def ms(value: str) -> float:
-        number, unit = re.fullmatch(r"([\d.]+)(us|ms|s)", value).groups()  # type: ignore[union-attr]
-        return float(number) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
-
-    rps = re.search(r"Requests/sec:\s+([\d.]+)", text)
-    pct = dict(re.findall(r"^\s+(50|75|90|99)%\s+(\S+)", text, re.M))
-    non_2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
-    sockets = re.search(
-        r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", text
-    )
-    return {
-        "rps": float(rps.group(1)) if rps else 0.0,
-        "p50_ms": ms(pct["50"]) if "50" in pct else None,
-        "p99_ms": ms(pct["99"]) if "99" in pct else None,
-        "non_2xx": int(non_2xx.group(1)) if non_2xx else 0,
-        "socket_errors": sum(int(n) for n in sockets.groups()) if sockets else 0,
-    }
-
-
-def wrk(url: str, seconds: int, workdir: Path, token: str | None = None) -> dict[str, Any]:
-    script = workdir / ("post-token.lua" if token else "post.lua")
-    auth = f'wrk.headers["Authorization"] = "Token {token}"' if token else ""
-    script.write_text(WRK_LUA.format(body=json.dumps(QUESTION), auth=auth))
-    argv = ["wrk", "-t2", "-c32", f"-d{seconds}s", "--latency", "-s", str(script), url]
-    return parse_wrk(subprocess.run(argv, capture_output=True, text=True, check=True).stdout)
-
-
-def cached_rounds(
-    stack: Stack, bare_url: str, rounds: int, seconds: int, workdir: Path, token: str
-) -> dict[str, Any]:
-    """Service and reference alternately, so machine noise hits both alike."""
-    service, reference, with_token = [], [], []
-    for _ in range(rounds):
-        service.append(wrk(f"{stack.base}{PREDICTIONS}", seconds, workdir))
-        reference.append(wrk(bare_url, seconds, workdir))
-    for _ in range(max(1, rounds // 2)):
-        with_token.append(wrk(f"{stack.base}{PREDICTIONS}", seconds, workdir, token))
-
-    def median_of(runs: list[dict[str, Any]], key: str) -> float | None:
-        values = [r[key] for r in runs if r[key] is not None]
-        return statistics.median(values) if values else None
-
-    summary: dict[str, Any] = {
-        name: {key: median_of(runs, key) for key in ("rps", "p50_ms", "p99_ms")}
-        | {"errors": sum(r["non_2xx"] + r["socket_errors"] for r in runs), "rounds": runs}
-        for name, runs in (("service", service), ("reference", reference), ("token", with_token))
-    }
-    summary["ratio"] = summary["service"]["rps"] / summary["reference"]["rps"]
-    summary["token_ratio"] = summary["token"]["rps"] / summary["reference"]["rps"]
-    return summary
-
-
-def open_loop_pair(service_url: str, bare_url: str, rate: float, seconds: float) -> dict[str, Any]:
-    """The service at a fixed rate, then the reference at the same rate: one row of the table."""
-    summary = fixed_rate(service_url, rate, seconds)
-    summary["reference"] = fixed_rate(bare_url, rate, seconds)
-    return summary
-
-
-def fixed_rate(url: str, rate: float, seconds: float) -> dict[str, Any]:
-    """The question POSTed `rate` times a second for `seconds`: exact percentiles."""
-    base, _, path = url.partition(PREDICTIONS)
-    job = engine.one_request("POST", PREDICTIONS + path, json.dumps(QUESTION).encode())
-    arrivals = [engine.Arrival(at, "http", "question", job) for at in engine.steady(rate, seconds)]
-    rows: list[Any] = []
-    info = engine.run(base, arrivals, rows.append, drain_s=10)
-    return {"target_rps": rate, **engine.summary(rows, info["elapsed_s"])}
-
-
-def start_reference(sup: Supervisor, body_file: Path, logs: Path) -> str:
-    """A minimal Django project serving `body_file` as one JSON view, under the same
-    gunicorn command line (benchmarks/bare_django.py)."""
-    env = {**os.environ, "BARE_BODY_FILE": str(body_file)}
-    base, _ = start_web(
-        sup, env, logs / "reference.log", 2, 8, name="reference",
-        app="benchmarks.bare_django:application", probe=PREDICTIONS, method="POST", json=QUESTION,
-    )  # fmt: skip
-    return f"{base}{PREDICTIONS}"
 
 
 def overhead(requests_per_path: int, workdir: Path) -> dict[str, Any]:
@@ -269,47 +144,18 @@ def run(args: argparse.Namespace, sup: Supervisor, workdir: Path) -> dict[str, A
     print(f"starting the stack… (logs in {logs})", flush=True)
     results["ready_s"] = stack.start()
     token = stack.manage("create_api_token", "bench")
-    results["cold_ms"], _ = predict(stack.base, token, use_cache=False, warm_start=False)
-    predict(stack.base, token, use_cache=False)  # stores the runs a warm start reuses
-
+    results["cold_ms"] = bench_api_warm.cold(stack, token)
     print("cached answers…", flush=True)
-    body = requests.post(f"{stack.base}{PREDICTIONS}", json=QUESTION).content
-    (workdir / "answer.json").write_bytes(body)
-    bare_url = start_reference(sup, workdir / "answer.json", logs)
-    results["answer_bytes"] = len(body)
-    results["cached"] = cached_rounds(stack, bare_url, args.rounds, args.seconds, workdir, token)
     rates = [float(r) for r in args.rates.split(",") if r.strip()]
-    results["open_loop"] = [
-        open_loop_pair(f"{stack.base}{PREDICTIONS}", bare_url, rate, args.open_seconds)
-        for rate in rates
-    ]
-
+    cached = bench_api_cached.measure(
+        stack, sup, token, workdir, args.rounds, args.seconds, rates, args.open_seconds
+    )
+    results.update(cached)
     print("warm predictions…", flush=True)
-    latencies, done = [], []
-    for _ in range(args.warm):
-        latency, prediction = predict(stack.base, token, use_cache=False)
-        latencies.append(latency)
-        done.append(prediction)
-    results["warm"] = {
-        "latencies_ms": latencies,
-        "p50_ms": percentile(latencies, 50),
-        "p95_ms": percentile(latencies, 95),
-        "stages": stage_breakdown(done),
-    }
+    results["warm"] = bench_api_warm.warm(stack, token, args.warm)
     if not args.no_restart:
         print("restart: the first warm prediction after ready…", flush=True)
-        stack.stop()
-        ready_s = stack.start()
-        first, _ = predict(stack.base, token, use_cache=False)
-        after = [predict(stack.base, token, use_cache=False)[0] for _ in range(5)]
-        next_p50 = percentile(after, 50) or 0.0
-        results["restart"] = {
-            "ready_s": ready_s,
-            "first_ms": first,
-            "next_ms": after,
-            "next_p50_ms": next_p50,
-            "ratio": first / next_p50 if next_p50 else float("inf"),
-        }
+        results["restart"] = bench_api_warm.restart(stack, token)
     stack.stop()
     print("no-op pipeline vs a bare Celery chord…", flush=True)
     results["overhead"] = overhead(args.overhead_requests, workdir)

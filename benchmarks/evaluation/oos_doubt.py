@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 
 from benchmarks.evaluation.band_tests import bootstrap_block
+from benchmarks.evaluation.combiner_replay import LEGACY, LIVE, Replay
 from benchmarks.evaluation.oos_bands import sigma_at
-from benchmarks.evaluation.replay import LEGACY, LIVE, Replay
 from benchmarks.evaluation.runs import SymbolRuns
 from benchmarks.evaluation.significance import dependence_length, ratio_of_means_interval
 from predictions.forecasting import doubt

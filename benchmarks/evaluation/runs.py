@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.evaluation.replay import LEGACY, LIVE, Replay, replay
+from benchmarks.evaluation.combiner_replay import LEGACY, LIVE, Replay, replay
 from benchmarks.evaluation.walkforward import (
     OutOfSample,
     Windows,

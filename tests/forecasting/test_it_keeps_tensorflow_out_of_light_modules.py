@@ -25,7 +25,7 @@ LIGHT_MODULES = [
     "predictions.forecasting.point_skill",
     "predictions.forecasting.reading",
     "benchmarks.evaluation.walkforward",
-    "benchmarks.evaluation.replay",
+    "benchmarks.evaluation.combiner_replay",
     "benchmarks.evaluation.runs",
     "benchmarks.evaluation.oos_scores",
     "benchmarks.evaluation.oos_intervals",

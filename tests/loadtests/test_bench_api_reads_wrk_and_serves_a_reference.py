@@ -8,7 +8,8 @@ import subprocess
 import sys
 
 from loadtests import bench_api
-from loadtests.bench_api import parse_wrk, stage_breakdown
+from loadtests.bench_api_cached import parse_wrk
+from loadtests.bench_api_warm import stage_breakdown
 from tests.support.processes import ROOT
 
 WRK_OUTPUT = """Running 10s test @ http://127.0.0.1:8100/api/v1/predictions/

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from loadtests.cpu import stat_cpu_seconds
-from loadtests.request_cost_postgres import (
+from loadtests.request_cost import (
     Source,
     Statement,
     by_kind,

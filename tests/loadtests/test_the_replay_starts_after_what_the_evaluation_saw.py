@@ -3,7 +3,7 @@ evaluation saw of the watched symbols, so its live figures share no data with it
 
 from __future__ import annotations
 
-from loadtests.replay import default_start
+from loadtests.market_replay import default_start
 from predictions.forecasting.calibration import seen_until
 
 

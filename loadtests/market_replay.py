@@ -1,6 +1,6 @@
 """`make replay`: a year of the offline market, fast-forwarded through the real stack.
 
-    python -m loadtests.replay [--start YYYY-MM-DD --days 250 --models naive,ridge,arima]
+    python -m loadtests.market_replay [--start YYYY-MM-DD --days 250 --models naive,ridge,arima]
 
 By default it starts on the first trading day after the last one the adopted evaluation
 saw of the watched symbols (`calibration.seen_until`), so what it measures is out of
