@@ -80,8 +80,9 @@ def read_requests(db_path: Path) -> list[dict[str, Any]]:
     con.row_factory = sqlite3.Row
     try:
         rows = con.execute(
-            f"SELECT id, symbol, strategy, status, cache_hit, created_at, finished_at, result, "
-            f"error FROM {TABLE}"
+            # Answered by another request (a cached answer, a follower): no pipeline of its own.
+            f"SELECT id, symbol, strategy, status, answered_by_id IS NOT NULL AS cache_hit, "
+            f"created_at, finished_at, result, error FROM {TABLE}"
         ).fetchall()
     finally:
         con.close()
