@@ -7,7 +7,7 @@ STAMP := $(VENV)/.installed-stamp
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_INSTALL := $(SUDO) apt-get install -y -q --no-install-recommends
 
-.PHONY: help run test test-fast setup check lint format types imports generate migrations-check \
+.PHONY: help run test test-fast setup check lint format types imports request-path generate migrations-check \
 	lint-playbooks browser test-hosts postgres promtool wrk token clean \
 	bench-api bench-models bench-overhead bench-events evaluate adopt-evaluation experiment soak \
 	step-load replay decisions shadow-cost request-cost cluster-bench abuse
@@ -60,6 +60,9 @@ types: setup  ## mypy with the Django and DRF plugins (strict on predictions/for
 
 imports: setup  ## import-linter: the layers and rules of docs/architecture.md
 	$(VENV)/bin/lint-imports
+
+request-path: setup  ## one REST prediction traced: the modules it enters, its returns to one it left, climbs up a layer
+	$(PY) -m pytest tests/architecture/test_a_rest_predictions_path_never_climbs_a_layer.py -q -s -p no:cacheprovider
 
 generate: setup  ## rewrite docker-compose.yml, the Dockerfile and the playbooks' commands from devstack/processes.py
 	$(PY) -m devstack.render

@@ -38,8 +38,9 @@ class NotFoundError(APIException):
     default_code = "not_found"
 
 
-class Refused(APIException):
-    """Admission control said no: 503 when the service is full, 429 over a client's share."""
+class RetryLater(APIException):
+    """A 429 or 503 with Retry-After: how the REST edge says the gate's `Refused` (503 when
+    the service is full, 429 over a client's share) and a full set of `?wait` slots."""
 
     def __init__(self, message: str, status_code: int, retry_after: int) -> None:
         super().__init__(message)
@@ -90,7 +91,7 @@ def json_exception_handler(exc: Exception, context: dict[str, Any]) -> Response 
     response = exception_handler(exc, context)
     if response is None:
         return None  # a bug: Django's 500 handling (and the logs) take over
-    if isinstance(exc, Refused):
+    if isinstance(exc, RetryLater):
         response["Retry-After"] = str(exc.retry_after)
     body: dict[str, Any] = {"status": response.status_code}
     if isinstance(exc, ValidationError):

@@ -24,7 +24,7 @@ from rest_framework.views import APIView
 
 from api import answers, query
 from api import schema_docs as docs
-from api.errors import NotFoundError, Refused
+from api.errors import NotFoundError, RetryLater
 from api.parsers import SafeJSONParser
 from api.serializers import (
     PredictionCreateSerializer,
@@ -56,7 +56,6 @@ def include_history(request: Request) -> bool:
 
 
 WAIT_RETRY_SECONDS = 2
-TooManyWaiting = Refused
 
 
 def check_fresh_run_allowed(request: Request) -> None:
@@ -163,7 +162,7 @@ class PredictionListCreate(generics.ListAPIView):
         if isinstance(outcome, gate.Unservable):
             raise NotFoundError(outcome.reason)
         if isinstance(outcome, gate.Refused):
-            raise Refused(outcome.reason, 503 if outcome.busy else 429, outcome.retry_after)
+            raise RetryLater(outcome.reason, 503 if outcome.busy else 429, outcome.retry_after)
         context = {"include_history": with_history, "staff": request.user.is_staff}
         if outcome.request.is_final:
             detail = PredictionDetailSerializer(outcome.request, context=context).data
@@ -202,7 +201,7 @@ class PredictionDetail(APIView):
         if wait > 0 and not prediction.is_final:
             with wait_slot(client_key(request)) as free:
                 if not free:
-                    raise TooManyWaiting(free.reason, 503, WAIT_RETRY_SECONDS)
+                    raise RetryLater(free.reason, 503, WAIT_RETRY_SECONDS)
                 awaiting.wait_for([prediction], wait)
         final.fail_if_stale(prediction)
         return Response(PredictionDetailSerializer(prediction, context=context).data)

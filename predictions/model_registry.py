@@ -11,6 +11,7 @@ from typing import Any
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
+from predictions import generations
 from predictions.models import ModelGeneration, StoredRun
 
 log = logging.getLogger(__name__)
@@ -150,8 +151,6 @@ def record(
 def prune(symbol: str, model: str) -> int:
     """Delete all but the newest REGISTRY_KEEP_GENERATIONS, never the serving generation,
     the one a rollback would restore, or the shadow being judged."""
-    from predictions import generations  # it reads this module's table; import when pruning
-
     keep = settings.REGISTRY_KEEP_GENERATIONS
     protected = generations.protected(symbol, model)
     old_ids = list(

@@ -47,7 +47,7 @@ class Question:
     symbol: str
     horizon: int
     strategy: str = field(default_factory=_default_strategy)
-    cached: bool = True  # may a cached answer answer it? (`use_cache: false` says no)
+    cached: bool = True  # may a cached answer answer it? (a fresh run says no)
     joinable: bool = True  # may it join, and later be joined by, an identical request?
     warm_start: bool = True
 

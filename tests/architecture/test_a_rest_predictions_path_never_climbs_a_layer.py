@@ -37,3 +37,32 @@ def test_the_gates_leg_enters_each_layer_from_above(api_client):
     assert isinstance(outcome, gate.Queued) and not outcome.joined
     print(f"\nThe gate's leg, ask to dispatch: {path.report()}")
     assert path.climbs == []
+
+
+RESULT = {
+    "data": {"last_bar_date": "2012-02-29", "last_close": 100.0},
+    "combined": {
+        "forecast": [101.0, 102.0],
+        "interval": {"level": 0.8, "lower": [99.0, 99.5], "upper": [103.0, 104.5]},
+    },
+    "models": [{"model": "naive", "ok": True, "forecast": [100.0, 100.0], "weight": 1.0}],
+}
+
+
+def test_the_final_step_enters_each_layer_from_above():
+    from predictions.models import PredictionRequest
+    from serving import final
+    from serving.submission import join
+
+    def finished_leader(symbol: str) -> PredictionRequest:
+        leader = PredictionRequest.queued(symbol=symbol, horizon=2, joinable=True)
+        leader.save()
+        join(leader, None)  # one follower, ended with it
+        return leader
+
+    final.finish(finished_leader("AAPL"), RESULT)  # imports and first-use set-up done
+    leader = finished_leader("IBM")
+    done, path = trace(lambda: final.finish(leader, RESULT), APPLICATION)
+    assert done and leader.followers.get().status == "done"
+    print(f"\nThe final step, a leader with one follower: {path.report()}")
+    assert path.climbs == []

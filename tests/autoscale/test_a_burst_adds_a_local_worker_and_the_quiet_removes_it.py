@@ -41,7 +41,7 @@ def test_a_burst_adds_a_local_worker_and_the_quiet_removes_it(celery_worker, mon
     control = current_app.control
     control.cancel_consumer("io", destination=[celery_worker], reply=True, timeout=10)
     try:
-        request = submit("AAPL", 3, "chord", use_cache=False).request
+        request = submit("AAPL", 3, "chord", joinable=False).request
         pipeline.dispatch(request)
         burst = [
             current_app.send_task("workers.tasks.refresh_watchlist", queue="io")

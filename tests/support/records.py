@@ -1,4 +1,4 @@
-"""Requests the pipeline finished, made without a worker: mark_done records each one's
+"""Requests the pipeline finished, made without a worker: serving.final.finish records each one's
 forecast of record, as the pipeline's last stage does."""
 
 from __future__ import annotations

@@ -1,0 +1,74 @@
+"""The glossary the code obeys (docs/architecture.md#glossary): a word that was retired
+because it meant two things, or named a module's old home, fails this test where it
+reappears in the code."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+APPLICATION = ("api", "webui", "serving", "workers", "predictions", "provisioning", "config")
+EVERYWHERE = (*APPLICATION, "launch", "devstack", "loadtests", "benchmarks", "tests")
+
+# (pattern, where it is retired, what says it now)
+RETIRED = [
+    (r"\bqueue_consumer\b|\bQueueConsumer\b", EVERYWHERE, "the stream consumer"),
+    (r"\bserve_queue\b", EVERYWHERE, "manage.py serve_stream"),
+    (r"\bqueue_clients\b", EVERYWHERE, "manage.py stream_clients"),
+    (r"Client\(\s*f?[\"']queue", EVERYWHERE, 'a stream client\'s key, "stream:<name>"'),
+    (r"\bgate=", EVERYWHERE, "submit(admission=...)"),
+    (
+        r"\buse_cache\b",
+        ("serving", "workers", "predictions"),
+        "joinable= (use_cache is the API's field)",
+    ),
+    (r"related_name=\"cache_hits\"|\.cache_hits\.", EVERYWHERE, "followers"),
+    (
+        r"\b(request|prediction|leader|obj)\.cache_hit\b",
+        EVERYWHERE,
+        "no such column: a row is never a hit",
+    ),
+    (r"\bmark_done\b|\bmark_failed\b", EVERYWHERE, "serving.final"),
+    (r"\bwait_for_final\b", EVERYWHERE, "serving.awaiting"),
+    (r"\bPRECOMPUTE_PRIORITY\b", EVERYWHERE, "the watchlist's admission rank"),
+    (r"from api\.errors import [^\n]*\bRefused\b", EVERYWHERE, "api.errors.RetryLater"),
+    (
+        r"\bworkers[./](gate|pipeline|signatures|routing|presence|recovery|watchlist|batch|"
+        r"queue_\w+|redis_users|queue_wait|scaling_feed)\b",
+        EVERYWHERE,
+        "their home in serving/",
+    ),
+    (
+        r"\bpredictions[./](submission|admission|follows)\b",
+        EVERYWHERE,
+        "their home in serving/",
+    ),
+]
+
+
+def python_files(packages: tuple[str, ...]) -> list[Path]:
+    listed = subprocess.run(
+        ["git", "ls-files", "-co", "--exclude-standard", *(f"{p}/*.py" for p in packages)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    return [ROOT / name for name in listed if "/migrations/" not in name]
+
+
+@pytest.mark.parametrize(("pattern", "where", "now"), RETIRED, ids=[r[2] for r in RETIRED])
+def test_a_retired_word_does_not_come_back(pattern, where, now):
+    this_file = Path(__file__).resolve()
+    found = [
+        f"{path.relative_to(ROOT)}:{number}: {line.strip()}"
+        for path in python_files(where)
+        if path.resolve() != this_file
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if re.search(pattern, line)
+    ]
+    assert not found, f"retired; say {now}:\n" + "\n".join(found)
