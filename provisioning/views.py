@@ -20,9 +20,9 @@ from django.views.decorators.csrf import ensure_csrf_cookie
 from django.views.decorators.http import require_GET, require_POST
 
 from predictions import json_body
-from provisioning import hosts, inventory, runner
+from provisioning import hosts, inventory, playbook_runs
 from provisioning.models import ProvisioningRun, ScalingDecision
-from serving.routing import QUEUES
+from serving.queue_routing import QUEUES
 
 RECENT_RUNS = 15
 RECENT_DECISIONS = 30
@@ -112,7 +112,7 @@ def start_run(request: HttpRequest) -> JsonResponse:
     ):
         return _error(400, "concurrency must be a whole number of processes.")
     try:
-        run = runner.start_run(
+        run = playbook_runs.start_run(
             action,
             str(body.get("host") or ""),
             queues=queues or None,
@@ -123,8 +123,8 @@ def start_run(request: HttpRequest) -> JsonResponse:
     except hosts.BadRequest as exc:
         latest = ProvisioningRun.objects.order_by("-id").first()
         return _error(400, str(exc), run=latest.as_dict() if latest else None)
-    options = runner.RunOptions(inventories=inventory.configured_inventories())
-    runner.execute_in_thread(run, options)
+    options = playbook_runs.RunOptions(inventories=inventory.configured_inventories())
+    playbook_runs.execute_in_thread(run, options)
     return JsonResponse({"run": run.as_dict()}, status=202)
 
 

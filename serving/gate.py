@@ -29,7 +29,7 @@ from django.db import transaction
 from predictions import answer_cache, event_metrics, log_context
 from predictions.models import PredictionRequest
 from predictions.redis_client import get_redis
-from serving import pipeline, routing
+from serving import pipeline, queue_routing
 from serving.admission import BUSY, in_flight_limit
 from serving.submission import Admission, NotAdmitted, SymbolNotServed, submit
 
@@ -160,7 +160,9 @@ def ask(
         if not client.precomputed:
             _count(event_metrics.count_cache_miss)
     admission = (
-        Admission(client.key, in_flight_limit(routing.model_processes()), client.most_in_flight)
+        Admission(
+            client.key, in_flight_limit(queue_routing.model_processes()), client.most_in_flight
+        )
         if client.admitted
         else None
     )

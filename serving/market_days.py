@@ -24,7 +24,7 @@ from predictions.prices.sample import SAMPLE_SYMBOLS
 from predictions.redis_client import get_redis, text
 from predictions.sources import price_chain
 from serving import watchlist
-from serving.routing import SCORING
+from serving.queue_routing import SCORING
 
 log = logging.getLogger(__name__)
 SEEN_KEY = "stockserve:clock:seen"

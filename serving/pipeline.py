@@ -10,7 +10,7 @@ from __future__ import annotations
 from celery import current_app
 
 from predictions.models import PredictionRequest
-from serving import final, routing, signatures
+from serving import final, queue_routing, signatures
 
 
 def warm_up_dispatch() -> None:
@@ -20,7 +20,7 @@ def warm_up_dispatch() -> None:
     app.finalize(auto=True)  # binds the shared tasks
     app.backend  # noqa: B018 - created on first use (an entry-point scan)
     with app.producer_or_acquire() as producer:
-        for queue in routing.QUEUES:
+        for queue in queue_routing.QUEUES:
             producer.maybe_declare(app.amqp.queues[queue])
 
 

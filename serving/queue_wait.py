@@ -24,7 +24,7 @@ from kombu.transport.redis import PRIORITY_STEPS, Channel
 
 from predictions.redis_client import get_redis
 from predictions.stats import percentile
-from serving.routing import QUEUES
+from serving.queue_routing import QUEUES
 
 SENT_HEADER = "sent_at"
 RECENT_KEEP = 200  # waits kept per queue

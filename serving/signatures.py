@@ -12,7 +12,7 @@ from celery import Signature
 from django.conf import settings
 
 from predictions.models import PredictionRequest, Strategy
-from serving import routing
+from serving import queue_routing
 
 FETCH_PRICES = "workers.tasks.fetch_prices"
 RUN_MODEL = "workers.tasks.run_model"
@@ -27,22 +27,22 @@ RUN_CENTRALIZED = "workers.tasks.run_centralized"
 # Where each task goes when it is sent without a queue (Celery's `task_routes` calls
 # `route_task`); the signatures below name theirs, GPU routing included.
 DEFAULT_QUEUES = {
-    FETCH_PRICES: routing.IO,
-    ANALYZE_SENTIMENT: routing.IO,
-    CHORD_FAILED: routing.IO,
-    RUN_MODEL: routing.CPU,
-    COMBINE_RESULTS: routing.CPU,
-    CASCADE_DECIDE: routing.CPU,
-    CASCADE_FINISH: routing.CPU,
-    RUN_CENTRALIZED: routing.CPU,
-    "workers.market.follow_clock": routing.SCORING,
-    "workers.market.score_forecasts": routing.SCORING,
+    FETCH_PRICES: queue_routing.IO,
+    ANALYZE_SENTIMENT: queue_routing.IO,
+    CHORD_FAILED: queue_routing.IO,
+    RUN_MODEL: queue_routing.CPU,
+    COMBINE_RESULTS: queue_routing.CPU,
+    CASCADE_DECIDE: queue_routing.CPU,
+    CASCADE_FINISH: queue_routing.CPU,
+    RUN_CENTRALIZED: queue_routing.CPU,
+    "workers.market.follow_clock": queue_routing.SCORING,
+    "workers.market.score_forecasts": queue_routing.SCORING,
 }
 
 
 def route_task(name: str, args: Any, kwargs: Any, options: Any, **extra: Any) -> dict[str, str]:
     """Celery router: the task's default queue (cpu for any task not listed)."""
-    return {"queue": DEFAULT_QUEUES.get(name, routing.CPU)}
+    return {"queue": DEFAULT_QUEUES.get(name, queue_routing.CPU)}
 
 
 # Celery's Redis transport keeps a list per priority step (0, 3, 6, 9) and pops 0 first.
@@ -68,16 +68,16 @@ def _header(name: str, args: tuple[Any, ...], queue: str, request: PredictionReq
 
 def fetch_prices(request: PredictionRequest) -> Signature:
     """The coordinator of the chord and cascade strategies."""
-    return _header(FETCH_PRICES, (str(request.id),), routing.IO, request)
+    return _header(FETCH_PRICES, (str(request.id),), queue_routing.IO, request)
 
 
 def model_task(request: PredictionRequest, model: str, price_key: str) -> Signature:
     args = (str(request.id), model, price_key, request.horizon, request.warm_start)
-    return _header(RUN_MODEL, args, routing.queue_for_model(model), request)
+    return _header(RUN_MODEL, args, queue_routing.queue_for_model(model), request)
 
 
 def analyze_sentiment(request: PredictionRequest) -> Signature:
-    return _header(ANALYZE_SENTIMENT, (str(request.id), request.symbol), routing.IO, request)
+    return _header(ANALYZE_SENTIMENT, (str(request.id), request.symbol), queue_routing.IO, request)
 
 
 def run_centralized(request: PredictionRequest, queue: str) -> Signature:
@@ -88,7 +88,7 @@ def first_task(request: PredictionRequest) -> Signature:
     """What starts the request's strategy: the whole pipeline in one task (`centralized`),
     or the price coordinator, which launches the rest (`chord`, `cascade`)."""
     if request.strategy == Strategy.CENTRALIZED:
-        queue = routing.queue_for_models(list(settings.PREDICTION_MODELS))
+        queue = queue_routing.queue_for_models(list(settings.PREDICTION_MODELS))
         return run_centralized(request, queue)
     return fetch_prices(request)
 
@@ -99,12 +99,12 @@ def callback(name: str, request: PredictionRequest, **kwargs: Any) -> Signature:
     body = Signature(
         name,
         kwargs={"request_id": str(request.id), **kwargs},
-        options={"queue": routing.CPU, **priority(request)},
+        options={"queue": queue_routing.CPU, **priority(request)},
     )
     errback = Signature(
         CHORD_FAILED,
         kwargs={"request_id": str(request.id)},
-        options={"queue": routing.IO, **priority(request)},
+        options={"queue": queue_routing.IO, **priority(request)},
     )
     body.on_error(errback)
     return body

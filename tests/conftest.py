@@ -65,7 +65,7 @@ def _clean_redis_state() -> Iterator[None]:
     """
     from predictions.model_registry import forget_runs
     from predictions.redis_client import get_redis
-    from serving import routing
+    from serving import queue_routing
 
     redis = get_redis()
     patterns = (
@@ -80,7 +80,7 @@ def _clean_redis_state() -> Iterator[None]:
     for pattern in (f"stockserve:{p}" for p in patterns):
         for key in redis.scan_iter(match=pattern):
             redis.delete(key)
-    routing.forget()
+    queue_routing.forget()
     forget_runs()
     yield
 

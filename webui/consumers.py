@@ -32,7 +32,7 @@ from predictions.models import PredictionRequest
 from predictions.redis_client import get_redis, text
 from predictions.results import public_stage
 from webui import connections
-from webui.events.groups import DASHBOARD_GROUP, SNAPSHOT_KEY, request_group
+from webui.events.channel_groups import DASHBOARD_GROUP, SNAPSHOT_KEY, request_group
 
 FORBIDDEN = 4403
 NOT_FOUND = 4404

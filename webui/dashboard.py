@@ -14,7 +14,7 @@ from django.views.decorators.csrf import ensure_csrf_cookie
 
 from predictions.forecasting.base import MAX_HORIZON
 from predictions.prices.sample import SamplePriceProvider
-from serving.routing import QUEUES
+from serving.queue_routing import QUEUES
 
 LOADTEST_MAX_REQUESTS = 5000
 LOADTEST_MAX_SECONDS = 300

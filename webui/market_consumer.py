@@ -17,7 +17,7 @@ from asgiref.sync import sync_to_async
 from predictions import market_clock
 from predictions.symbols import InvalidSymbol, normalize_symbol
 from webui.consumers import NOT_FOUND, GroupMember
-from webui.events.groups import symbol_group
+from webui.events.channel_groups import symbol_group
 
 
 class SymbolConsumer(GroupMember):

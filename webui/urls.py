@@ -1,6 +1,6 @@
 from django.urls import path
 
-from webui import dashboard, health, metrics, views
+from webui import dashboard, health_probes, metrics, views
 
 urlpatterns = [
     path("", views.index, name="index"),
@@ -8,6 +8,6 @@ urlpatterns = [
     path("dashboard/", dashboard.dashboard, name="dashboard"),
     path("loadtest/", dashboard.loadtest, name="loadtest"),
     path("metrics", metrics.metrics_view, name="metrics"),
-    path("healthz", health.healthz, name="healthz"),
-    path("readyz", health.readyz, name="readyz"),
+    path("healthz", health_probes.healthz, name="healthz"),
+    path("readyz", health_probes.readyz, name="readyz"),
 ]

@@ -34,7 +34,7 @@ from django.db import close_old_connections
 
 from predictions import log_context
 from serving import presence, queue_wait
-from workers import warmup
+from workers import process_warmup
 
 REFRESH_WATCHLIST = "workers.tasks.refresh_watchlist"
 
@@ -101,7 +101,7 @@ def stop_heartbeat(**kwargs: Any) -> None:
 @worker_process_init.connect
 def prepare_pool_process(**kwargs: Any) -> None:
     try:
-        seconds = warmup.warm_up(warmup.queues_served())
+        seconds = process_warmup.warm_up(process_warmup.queues_served())
     except Exception:  # the process still serves; its tasks report their own errors
         log.exception("warm-up failed in pid %s; it will not count as warm", os.getpid())
         return

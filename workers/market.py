@@ -21,7 +21,7 @@ from predictions import generations, market_clock, market_events, model_health, 
 from predictions.prices import PriceDataError
 from predictions.sources import price_chain
 from serving import gate, market_days
-from serving.routing import SCORING
+from serving.queue_routing import SCORING
 
 log = logging.getLogger(__name__)
 FOLLOW_CLOCK = "workers.market.follow_clock"

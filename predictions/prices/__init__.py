@@ -17,7 +17,7 @@ from .base import (
 )
 from .breaker import CircuitBreaker, breaker_redis
 from .chain import PROVIDER_NAMES, PriceChain, build_chain
-from .latency import LatencyEmulatedPrices
+from .emulated_latency import LatencyEmulatedPrices
 from .sample import SAMPLE_SYMBOLS, SamplePriceProvider, load_sample
 from .yahoo import YahooProvider, configure_yfinance
 

@@ -24,8 +24,8 @@ from .base import (
     canonical_ticker,
 )
 from .breaker import CircuitBreaker
-from .latency import LatencyEmulatedPrices
-from .replay import ReplayedPrices
+from .emulated_latency import LatencyEmulatedPrices
+from .replay_prices import ReplayedPrices
 from .sample import SamplePriceProvider
 from .yahoo import YahooProvider
 

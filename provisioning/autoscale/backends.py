@@ -25,7 +25,7 @@ from django.utils import timezone
 
 from launch import catalog
 from launch.groups import signal_pids, spawn
-from provisioning import inventory, runner
+from provisioning import inventory, playbook_runs
 from provisioning.autoscale.managed import (
     DRAINING,
     RUNNING,
@@ -41,7 +41,7 @@ from serving import presence
 
 log = logging.getLogger(__name__)
 START_TIMEOUT = 300.0  # a worker not heard from by then is given up (and stopped)
-RUN_TIMEOUT = runner.RunOptions.job_timeout + 300.0  # a provisioning run open longer: dead
+RUN_TIMEOUT = playbook_runs.RunOptions.job_timeout + 300.0  # a provisioning run open longer: dead
 
 
 class ScaleError(Exception):
@@ -195,7 +195,7 @@ class StandbyHosts:
 
     def _run(self, action: str, host: str, queue: str | None = None) -> ProvisioningRun:
         try:
-            run = runner.start_run(
+            run = playbook_runs.start_run(
                 action,
                 host,
                 queues=queue,
@@ -204,8 +204,8 @@ class StandbyHosts:
             )
         except Exception as exc:
             raise ScaleError(str(exc)) from exc
-        runner.execute_in_thread(
-            run, runner.RunOptions(inventories=inventory.configured_inventories())
+        playbook_runs.execute_in_thread(
+            run, playbook_runs.RunOptions(inventories=inventory.configured_inventories())
         )
         return run
 

@@ -42,7 +42,7 @@ from provisioning.autoscale.managed import (
 )
 from provisioning.models import ScalingAction, ScalingDecision
 from serving import queue_wait, scaling_feed
-from serving.routing import QUEUES
+from serving.queue_routing import QUEUES
 
 log = logging.getLogger(__name__)
 LEADER_KEY = "stockserve:autoscale:leader"

@@ -26,6 +26,7 @@ RETIRED = [
         ("serving", "workers", "predictions"),
         "joinable= (use_cache is the API's field)",
     ),
+    (r"\bsubmit\([^)\n]*\buse_cache=", EVERYWHERE, "submit(joinable=...)"),
     (r"related_name=\"cache_hits\"|\.cache_hits\.", EVERYWHERE, "followers"),
     (
         r"\b(request|prediction|leader|obj)\.cache_hit\b",

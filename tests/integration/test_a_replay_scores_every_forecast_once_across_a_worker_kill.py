@@ -17,7 +17,7 @@ from celery import current_app
 from predictions import market_clock
 from predictions.models import ForecastRecord, ForecastScore
 from predictions.sources import price_chain
-from serving import market_days, routing
+from serving import market_days, queue_routing
 from tests.support.api import submit_and_wait
 from tests.support.processes import start_worker_process, stop_process, wait_for_worker
 from tests.support.waiting import eventually
@@ -31,7 +31,7 @@ REPLAY_ENV = {
     "PREDICTION_MODELS": ",".join(MODELS),
     "PRECOMPUTE_SYMBOLS": "",
 }
-QUEUES = f"{routing.IO},{routing.CPU},{routing.SCORING}"
+QUEUES = f"{queue_routing.IO},{queue_routing.CPU},{queue_routing.SCORING}"
 
 
 @pytest.fixture
@@ -46,12 +46,12 @@ def suite_worker_paused(celery_worker: str) -> Iterator[None]:
     """The suite's worker (live clock) takes no io or cpu task meanwhile, so the replay's
     workers run every stage on the replayed history."""
     control = current_app.control
-    for queue in (routing.IO, routing.CPU):
+    for queue in (queue_routing.IO, queue_routing.CPU):
         control.cancel_consumer(queue, destination=[celery_worker], reply=True, timeout=10)
     try:
         yield
     finally:
-        for queue in (routing.IO, routing.CPU):
+        for queue in (queue_routing.IO, queue_routing.CPU):
             control.add_consumer(queue, destination=[celery_worker], reply=True, timeout=10)
 
 

@@ -12,11 +12,11 @@ from pathlib import Path
 import ansible_runner
 import pytest
 
-from provisioning import hosts, inventory, runner
+from provisioning import hosts, inventory, playbook_runs
 from provisioning.models import ProvisioningRun, RunStatus
 
 pytestmark = pytest.mark.django_db(transaction=True)
-EXAMPLE = [str(runner.PLAYBOOKS_DIR / "inventory" / "example.yml")]
+EXAMPLE = [str(playbook_runs.PLAYBOOKS_DIR / "inventory" / "example.yml")]
 
 
 @pytest.mark.parametrize(
@@ -39,14 +39,14 @@ EXAMPLE = [str(runner.PLAYBOOKS_DIR / "inventory" / "example.yml")]
 )
 def test_only_one_worker_host_of_the_inventory_is_accepted(host, sentence):
     with pytest.raises(hosts.BadRequest, match=sentence.replace("*", r"\*")):
-        runner.start_run("remove", host, inventories=EXAMPLE, requested_by="test")
+        playbook_runs.start_run("remove", host, inventories=EXAMPLE, requested_by="test")
     refused = ProvisioningRun.objects.get()
     assert refused.status == RunStatus.FAILED and sentence.split("'")[-1] in refused.error
     assert refused.log == ""  # Ansible never started
 
 
 def test_a_worker_host_of_the_inventory_is_accepted():
-    run = runner.start_run("add", "gpu1.example.com", inventories=EXAMPLE, requested_by="t")
+    run = playbook_runs.start_run("add", "gpu1.example.com", inventories=EXAMPLE, requested_by="t")
     assert run.status == RunStatus.QUEUED and run.host == "gpu1.example.com"
     workers, error = inventory.inventory_workers(EXAMPLE)
     assert error == ""
@@ -58,10 +58,10 @@ def test_ansible_sees_none_of_this_process_settings(tmp_path, monkeypatch):
     monkeypatch.setenv("SECRET_KEY", "web-secret-key-value")
     monkeypatch.setenv("DATABASE_URL", "postgres://user:db-password@db/stockserve")
     monkeypatch.setenv("LC_ALL", "C.UTF-8")
-    own = runner._envvars()
+    own = playbook_runs._envvars()
     prepared = ansible_runner.interface.init_runner(
         private_data_dir=str(tmp_path),
-        project_dir=str(runner.PLAYBOOKS_DIR),
+        project_dir=str(playbook_runs.PLAYBOOKS_DIR),
         playbook="status.yml",
         inventory=EXAMPLE,
         envvars=own,
@@ -69,7 +69,7 @@ def test_ansible_sees_none_of_this_process_settings(tmp_path, monkeypatch):
     )
     assert prepared.config.env["SECRET_KEY"] == "web-secret-key-value"  # runner copies it all
 
-    env = runner.ansible_env(prepared.config.env, own)
+    env = playbook_runs.ansible_env(prepared.config.env, own)
 
     assert "SECRET_KEY" not in env and "DATABASE_URL" not in env
     assert env["PATH"] == own["PATH"] and env["HOME"] == os.environ["HOME"]
@@ -80,15 +80,17 @@ def test_ansible_sees_none_of_this_process_settings(tmp_path, monkeypatch):
 
 def test_a_run_leaves_no_private_directory_behind(monkeypatch):
     monkeypatch.setenv("SECRET_KEY", "web-secret-key-value")
-    run = runner.start_run("status", "cpu1.example.com", inventories=EXAMPLE, requested_by="t")
-    options = runner.RunOptions(inventories=EXAMPLE, extravars={"vault_x": "a-secret"})
-    finished = runner.execute(run, options)
+    run = playbook_runs.start_run(
+        "status", "cpu1.example.com", inventories=EXAMPLE, requested_by="t"
+    )
+    options = playbook_runs.RunOptions(inventories=EXAMPLE, extravars={"vault_x": "a-secret"})
+    finished = playbook_runs.execute(run, options)
 
     assert finished.status == RunStatus.FAILED and finished.unreachable == 1  # no such host
     assert "cpu1.example.com is unreachable" in finished.error
     # Its private directory (named after the run) is gone: env/extravars and artifacts. The
     # other test process may be running a run of its own in the same folder meanwhile.
-    assert not list(runner.runs_dir().glob(f"{run.pk}-*"))
+    assert not list(playbook_runs.runs_dir().glob(f"{run.pk}-*"))
     assert "a-secret" not in finished.log and "web-secret-key-value" not in finished.log
 
 
@@ -99,7 +101,7 @@ def test_each_worker_group_gets_its_settings_from_the_playbooks_group_vars():
     def resolved(host: str) -> dict:
         out = subprocess.run(
             ["ansible-inventory", "-i", EXAMPLE[0], "--playbook-dir", ".", "--host", host],
-            cwd=runner.PLAYBOOKS_DIR,
+            cwd=playbook_runs.PLAYBOOKS_DIR,
             env={**os.environ, "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"},
             capture_output=True,
             text=True,

@@ -13,7 +13,7 @@ from predictions.models import PredictionRequest
 from predictions.redis_client import get_redis
 from tests.support.live import make_user, run_async, session_for, ws_headers
 from webui import consumers
-from webui.events.groups import request_group
+from webui.events.channel_groups import request_group
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

@@ -15,7 +15,7 @@ from predictions import progress
 from predictions.models import PredictionRequest
 from predictions.redis_client import get_redis
 from tests.support.live import make_user, run_async, session_for, ws_headers
-from webui.events.groups import DASHBOARD_GROUP, SNAPSHOT_KEY, request_group
+from webui.events.channel_groups import DASHBOARD_GROUP, SNAPSHOT_KEY, request_group
 
 # Consumers reach the ORM through database_sync_to_async, which needs committed rows.
 pytestmark = pytest.mark.django_db(transaction=True)

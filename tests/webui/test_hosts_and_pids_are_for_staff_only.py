@@ -13,7 +13,7 @@ from config.asgi import application
 from predictions import progress
 from predictions.models import ModelGeneration, PredictionRequest
 from tests.support.live import make_user, run_async, session_for, ws_headers
-from webui.events.groups import request_group
+from webui.events.channel_groups import request_group
 
 pytestmark = pytest.mark.django_db(transaction=True)
 STAGE = {

@@ -20,7 +20,7 @@ from predictions.models import PredictionRequest
 from predictions.redis_client import get_redis
 from tests.support.live import make_user, run_async, session_for, ws_headers
 from tests.support.waiting import eventually_async
-from webui.events.groups import SNAPSHOT_KEY
+from webui.events.channel_groups import SNAPSHOT_KEY
 from webui.events.relay import Relay
 
 pytestmark = pytest.mark.django_db(transaction=True)

@@ -14,7 +14,7 @@ from types import SimpleNamespace
 import pytest
 
 from predictions import progress
-from serving import routing
+from serving import queue_routing
 from tests.support.redis_away import unreachable_redis
 
 REQUEST_ID = "00000000-0000-0000-0000-000000000001"
@@ -25,7 +25,7 @@ def redis_away(monkeypatch: pytest.MonkeyPatch) -> None:
     """Redis refuses connections."""
     away = unreachable_redis()
     monkeypatch.setattr(progress, "get_redis", lambda: away)
-    monkeypatch.setattr(routing.presence, "get_redis", lambda: away)
+    monkeypatch.setattr(queue_routing.presence, "get_redis", lambda: away)
 
 
 def a_request() -> SimpleNamespace:
@@ -58,9 +58,9 @@ def test_a_bug_in_an_event_is_raised_not_swallowed():
 
 
 def test_routing_without_presence_data_falls_back_and_says_so(redis_away, caplog):
-    caplog.set_level(logging.WARNING, logger="serving.routing")
-    routing.forget()
-    assert routing.has_consumers(routing.GPU) is False
-    assert routing.model_processes() == 0
+    caplog.set_level(logging.WARNING, logger="serving.queue_routing")
+    queue_routing.forget()
+    assert queue_routing.has_consumers(queue_routing.GPU) is False
+    assert queue_routing.model_processes() == 0
     assert len(caplog.records) == 2
-    routing.forget()
+    queue_routing.forget()

@@ -15,7 +15,7 @@ from typing import Any
 import redis.asyncio as aioredis
 
 from predictions.market_events import CHANNEL
-from webui.events.groups import symbol_group
+from webui.events.channel_groups import symbol_group
 from webui.events.subscription import follow_channel
 
 log = logging.getLogger(__name__)

@@ -29,7 +29,7 @@ from predictions.event_metrics import CACHED_FIELD, METRICS_KEY, REFUSED_PREFIX
 from predictions.progress import EVENTS_CHANNEL
 from predictions.redis_client import text
 from webui.events import system
-from webui.events.groups import (
+from webui.events.channel_groups import (
     DASHBOARD_GROUP,
     SNAPSHOT_KEY,
     SNAPSHOT_TTL_SECONDS,

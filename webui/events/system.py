@@ -6,7 +6,7 @@ import time
 from typing import Any
 
 from serving import presence, queue_wait, scaling_feed
-from serving.routing import QUEUES
+from serving.queue_routing import QUEUES
 
 
 def queue_depths_and_waits() -> tuple[dict[str, int], dict[str, float]]:

@@ -17,7 +17,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from provisioning import hosts, inventory, runner
+from provisioning import hosts, inventory, playbook_runs
 from provisioning.models import RunStatus
 
 
@@ -88,7 +88,7 @@ class Command(BaseCommand):
         extravars = _parse_extravars(options["extra_vars"])
         inventories = options["inventory"] or inventory.configured_inventories()
         try:
-            run = runner.start_run(
+            run = playbook_runs.start_run(
                 options["action"],
                 options["host"],
                 queues=options.get("queues"),
@@ -99,13 +99,13 @@ class Command(BaseCommand):
         except hosts.BadRequest as exc:
             raise CommandError(str(exc)) from exc
         self.stdout.write(f"Run #{run.pk}: {run.playbook} on {run.host}")
-        opts = runner.RunOptions(
+        opts = playbook_runs.RunOptions(
             inventories=inventories,
             extravars=extravars,
             vault_password_file=options["vault_password_file"],
             verbosity=options["verbose"],
         )
-        run = runner.execute(run, opts, echo=self._echo)
+        run = playbook_runs.execute(run, opts, echo=self._echo)
         if run.status != RunStatus.SUCCEEDED:
             raise CommandError(run.summary())
         self.stdout.write(self.style.SUCCESS(run.summary()))

@@ -3,7 +3,7 @@
     python manage.py start_worker --queues io,cpu --concurrency 2 --name cpu1
 
 A GPU found by TensorFlow (or WORKER_GPU=on) adds the `gpu` queue. Each pool process warms
-up for its queues right after it forks (`workers.warmup`) and then counts itself warm.
+up for its queues right after it forks (`workers.process_warmup`) and then counts itself warm.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from serving.routing import GPU, QUEUES
+from serving.queue_routing import GPU, QUEUES
 from workers.gpu import detect_gpu
 
 

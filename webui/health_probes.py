@@ -17,7 +17,7 @@ from django.views.decorators.http import require_GET
 
 from predictions.redis_client import get_redis
 from serving import presence
-from serving.routing import REQUIRED_QUEUES
+from serving.queue_routing import REQUIRED_QUEUES
 
 NOT_READY_RETRY_SECONDS = 2
 

@@ -14,7 +14,7 @@ import time
 
 from django.conf import settings
 
-from serving.routing import CPU, GPU, IO
+from serving.queue_routing import CPU, GPU, IO
 
 log = logging.getLogger(__name__)
 
