@@ -1,4 +1,4 @@
-# Generated from devstack/processes.py by `make generate`; edit that, not this.
+# Generated from launch/process_catalog.py by `make generate`; edit that, not this.
 # One image for web and workers; docker-compose.yml chooses the command.
 FROM python:3.11-slim
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1

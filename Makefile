@@ -64,7 +64,7 @@ imports: setup  ## import-linter: the layers and rules of docs/architecture.md
 request-path: setup  ## one REST prediction traced: the modules it enters, its returns to one it left, climbs up a layer
 	$(PY) -m pytest tests/architecture/test_a_rest_predictions_path_never_climbs_a_layer.py -q -s -p no:cacheprovider
 
-generate: setup  ## rewrite docker-compose.yml, the Dockerfile and the playbooks' commands from devstack/processes.py
+generate: setup  ## rewrite docker-compose.yml, the Dockerfile and the playbooks' commands from launch/process_catalog.py
 	$(PY) -m devstack.render
 
 migrations-check: setup
@@ -122,7 +122,7 @@ soak: setup  ## 30 minutes of mixed load; each process's memory at the start and
 	$(PY) -m loadtests.soak $(SOAK_ARGS)
 
 bench-models: setup  ## every model on every offline symbol: train, warm start, predict, memory, skill
-	$(PY) -m benchmarks.models $(BENCH_MODELS_ARGS)
+	$(PY) -m benchmarks.bench_models $(BENCH_MODELS_ARGS)
 
 evaluate: setup  ## nested walk-forward evaluation: skill, bands, coverage, unsure; writes var/evaluation/ only
 	$(PY) -m benchmarks.evaluate $(EVALUATE_ARGS)

@@ -1,4 +1,4 @@
-"""What one hostile queue client costs the service, on private Redis servers of its own.
+"""What one hostile stream client costs the service, on private Redis servers of its own.
 
     python -m benchmarks.queue_bounds trim     # trim_read over 20,000 consumer groups
     python -m benchmarks.queue_bounds flood    # 5 s of 256 KiB entries against serve_stream
@@ -32,9 +32,9 @@ from typing import Any
 
 import redis
 
-from devstack import processes
 from devstack.redis import EmbeddedRedis
 from devstack.supervisor import spawn, stop_group
+from launch import process_catalog
 
 GROUPS = 20_000
 OUT = "stockserve:queue:billing:out"
@@ -88,14 +88,15 @@ def flood(seconds: float = 5.0) -> None:
     main = EmbeddedRedis(maxmemory_mb=60, policy="noeviction").start()
     queue = EmbeddedRedis(
         workdir=f"{var}/queue-redis", password="flood-0123456789abcdef", persist=True,
-        maxmemory_mb=128, policy=processes.QUEUE_REDIS_POLICY,
+        maxmemory_mb=128, policy=process_catalog.QUEUE_REDIS_POLICY,
     ).start()  # fmt: skip
     env = {**os.environ, "REDIS_URL": main.url, "QUEUE_REDIS_URL": queue.url, "VAR_DIR": var,
            "DATABASE_URL": f"sqlite:///{var}/db.sqlite3", "PRICE_PROVIDERS": "sample",
            "MENTION_PROVIDERS": "sample", "LOG_LEVEL": "WARNING"}  # fmt: skip
 
     def manage(*args: str) -> str:
-        done = subprocess.run(processes.manage(*args).argv(), env=env, cwd=processes.ROOT,
+        argv = process_catalog.manage(*args).argv()
+        done = subprocess.run(argv, env=env, cwd=process_catalog.ROOT,
                               capture_output=True, text=True, check=True)  # fmt: skip
         return done.stdout
 
@@ -107,7 +108,7 @@ def flood(seconds: float = 5.0) -> None:
             printed = manage("stream_clients", "add", name).splitlines()
             urls[name] = next(line for line in printed if line.startswith("redis://"))
         with open(f"{var}/queue.log", "ab") as log:
-            consumer = spawn(processes.queue().argv(), env=env, log=log)
+            consumer = spawn(process_catalog.queue().argv(), env=env, log=log)
         from stockserve_client import InputQueue, OutputQueue
 
         InputQueue(urls["acme"], client="acme").enqueue("ready", symbol="!!", horizon=1)

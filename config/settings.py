@@ -415,7 +415,7 @@ SPECTACULAR_SETTINGS = {
 # and how many instances one call may carry.
 TFSERVING_MAX_WAIT = env_int("TFSERVING_MAX_WAIT", 30, minimum=1)
 TFSERVING_MAX_INSTANCES = env_int("TFSERVING_MAX_INSTANCES", 32, minimum=1)
-# The queue client's consumer (`manage.py serve_stream`, serving/stream_consumer.py): a
+# The stream client's consumer (`manage.py serve_stream`, serving/stream_consumer.py): a
 # message held this long by a consumer that stopped refreshing it is claimed by another;
 # answers are kept this long per request id; the dead-letter stream keeps about this many;
 # entries one consumer reads from each client's input stream per step.
@@ -424,10 +424,10 @@ QUEUE_ANSWER_TTL = env_int("QUEUE_ANSWER_TTL", 86400, minimum=60)
 QUEUE_OUTPUT_MAXLEN = env_int("QUEUE_OUTPUT_MAXLEN", 10000, minimum=100)  # the dead letters
 QUEUE_READ_BATCH = env_int("QUEUE_READ_BATCH", 10, minimum=1)
 # The queue interface's own Redis: the client-facing streams, answers and the clients' ACL
-# users, so no queue client can fill the Redis the broker, admission and the cache live in.
+# users, so no stream client can fill the Redis the broker, admission and the cache live in.
 # Unset: the main Redis (a system check warns under DEPLOYMENT=production; docs/clients.md).
 QUEUE_REDIS_URL = env_str("QUEUE_REDIS_URL") or REDIS_URL
-# Each queue client's bounds, enforced by the consumer (docs/clients.md, "Bounds"): bytes
+# Each stream client's bounds, enforced by the consumer (docs/clients.md, "Bounds"): bytes
 # of one question's entry; questions in progress at once; entries waiting in its input
 # stream (the oldest beyond are trimmed); answers kept on its output stream; consumer
 # groups on it and consumers in each; MB its streams and answers may hold before it is cut

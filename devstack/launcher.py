@@ -21,37 +21,39 @@ import time
 import urllib.request
 from pathlib import Path
 
-from devstack import processes
 from devstack.redis import EmbeddedRedis, password_in
 from devstack.supervisor import Supervisor
+from launch import process_catalog
 
-ROOT = processes.ROOT
+ROOT = process_catalog.ROOT
 VAR_DIR = Path(os.environ.get("VAR_DIR") or ROOT / "var")
 
 
 def _processes(port: int, host: str) -> dict[str, list[str]]:
     env = os.environ
     return {
-        "web": processes.web(
+        "web": process_catalog.web(
             f"{host}:{port}",
             workers=env.get("WEB_CONCURRENCY", "2"),
             access_log=env.get("WEB_ACCESS_LOG") == "1",
         ).argv(),
-        "worker-io": processes.worker(
+        "worker-io": process_catalog.worker(
             "io",
             "io,scoring",
             env.get("IO_CONCURRENCY", "4"),
             autoscale=env.get("IO_AUTOSCALE", "8,2"),
         ).argv(),
-        "worker-cpu": processes.worker(
+        "worker-cpu": process_catalog.worker(
             "cpu", "cpu", env.get("CPU_CONCURRENCY", "2"), autoscale=env.get("CPU_AUTOSCALE", "")
         ).argv(),
-        "beat": processes.beat(VAR_DIR / "celerybeat-schedule").argv(),
-        "sweeper": processes.sweeper(env.get("SWEEP_INTERVAL", "10")).argv(),
-        "ws": processes.websocket(host, env["WS_PORT"]).argv(),
-        "relay": processes.relay().argv(),
-        "queue": processes.queue().argv(),
-        **({"autoscaler": processes.autoscaler().argv()} if _on(env.get("AUTOSCALE")) else {}),
+        "beat": process_catalog.beat(VAR_DIR / "celerybeat-schedule").argv(),
+        "sweeper": process_catalog.sweeper(env.get("SWEEP_INTERVAL", "10")).argv(),
+        "ws": process_catalog.websocket(host, env["WS_PORT"]).argv(),
+        "relay": process_catalog.relay().argv(),
+        "queue": process_catalog.queue().argv(),
+        **(
+            {"autoscaler": process_catalog.autoscaler().argv()} if _on(env.get("AUTOSCALE")) else {}
+        ),
     }
 
 
@@ -95,14 +97,14 @@ def main() -> int:
         # A supervised child like the rest: a Redis that dies is started again on its
         # append-only file, and the stack carries on (requests broken by it are re-run).
         servers["redis"] = _redis(
-            "redis", "REDIS_MAXMEMORY_MB", processes.REDIS_MAXMEMORY_MB,
-            processes.MAIN_REDIS_POLICY,
+            "redis", "REDIS_MAXMEMORY_MB", process_catalog.REDIS_MAXMEMORY_MB,
+            process_catalog.MAIN_REDIS_POLICY,
         )  # fmt: skip
         os.environ["REDIS_URL"] = servers["redis"].url
     if not os.environ.get("QUEUE_REDIS_URL"):
         servers["queue-redis"] = _redis(
-            "queue-redis", "QUEUE_REDIS_MAXMEMORY_MB", processes.QUEUE_REDIS_MAXMEMORY_MB,
-            processes.QUEUE_REDIS_POLICY,
+            "queue-redis", "QUEUE_REDIS_MAXMEMORY_MB", process_catalog.QUEUE_REDIS_MAXMEMORY_MB,
+            process_catalog.QUEUE_REDIS_POLICY,
         )  # fmt: skip
         os.environ["QUEUE_REDIS_URL"] = servers["queue-redis"].url
     children = {name: server.argv() for name, server in servers.items()}
@@ -123,7 +125,7 @@ def main() -> int:
             server.wait_ready(timeout=30)
             what = "redis-server" if name == "redis" else "redis-server for the queue"
             print(f"Started a private {what} on 127.0.0.1:{server.port}", flush=True)
-        subprocess.run([*processes.migrate().argv(), "-v", "0"], check=True, cwd=ROOT)
+        subprocess.run([*process_catalog.migrate().argv(), "-v", "0"], check=True, cwd=ROOT)
         stack.start()
         shown = "127.0.0.1" if host in ("0.0.0.0", "") else host
         base = f"http://{shown}:{port}"

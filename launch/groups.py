@@ -16,7 +16,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
 
-from launch.catalog import ROOT
+from launch.process_catalog import ROOT
 
 _PR_SET_PDEATHSIG = 1
 _prctl: Any = None

@@ -6,9 +6,9 @@ Two phases, each on a fresh `make run` stack of the same settings (`loadtests.be
 Stack` with make run's rate limits, replay clock and watchlist, and NUM_PROXIES=1):
 
 * quiet: a REST client with a token (cached questions and fresh runs of its own, open
-  loop), a registered queue client (cached and uncached questions, each answer read by its
+  loop), a registered stream client (cached and uncached questions, each answer read by its
   id) and the watchlist, as `make run` has it;
-* abused: the same, and beside them a registered queue client writing entries as large and
+* abused: the same, and beside them a registered stream client writing entries as large and
   as fast as it may (`flood`), another holding consumer groups on its output stream that
   never acknowledge (`hoarder`), and two anonymous addresses asking new questions at the
   anonymous rate limit (`loadtests.abuse_clients`).
@@ -51,8 +51,8 @@ import psutil
 import redis
 import requests
 
-from devstack import processes
 from devstack.supervisor import Interrupted, Supervisor, handle_signals
+from launch import process_catalog
 from loadtests import abuse_clients, abuse_report, engine
 from loadtests.abuse_clients import QueueAsker
 from loadtests.deployment import REPORTS, ROOT, Stack, predict
@@ -146,7 +146,7 @@ def redis_servers(stack: Stack, env: dict[str, str]) -> dict[str, str]:
 
 def manage(stack: Stack, env: dict[str, str], *args: str) -> str:
     """A management command with the environment the stack's processes have."""
-    out = subprocess.run(processes.manage(*args).argv(), cwd=stack.root, env=env,
+    out = subprocess.run(process_catalog.manage(*args).argv(), cwd=stack.root, env=env,
                          capture_output=True, text=True, check=True)  # fmt: skip
     return out.stdout.strip()
 
@@ -303,7 +303,7 @@ def clients_summary(rows: list[Row], seconds: float) -> dict[str, Any]:
 
 
 def warm_up(stack: Stack, token: str, symbols: list[str], asker: QueueAsker) -> list[str]:
-    """Every symbol's models trained once, and the queue client answered once, before the
+    """Every symbol's models trained once, and the stream client answered once, before the
     window: the first question on a symbol trains from nothing in either phase. The
     symbols the service could answer (a replay's first day may leave some too few bars)."""
     usable = []
@@ -316,7 +316,7 @@ def warm_up(stack: Stack, token: str, symbols: list[str], asker: QueueAsker) -> 
         usable.append(symbol)
     asker.input.enqueue("warm-up", symbol=usable[0], horizon=abuse_clients.WATCHED_HORIZON)
     if asker.output.query("warm-up", timeout=120) is None:
-        raise TimeoutError("the queue client's first question got no answer in 120 s")
+        raise TimeoutError("the stream client's first question got no answer in 120 s")
     return usable
 
 

@@ -6,18 +6,18 @@ latency counts from it):
 * a REST client with a token asking the watchlist's questions (cached) and, one in four,
   a fresh run of a question of its own (`use_cache: false`), then following each with
   `?wait=` until it is final (`rest_arrivals`, for `loadtests.engine`);
-* a registered queue client asking cached and uncached questions and reading each answer
+* a registered stream client asking cached and uncached questions and reading each answer
   by its id (`QueueAsker`, threads over `stockserve_client`).
 
 Abusive (`python -m loadtests.abuse_clients`, a process of its own so its work does not
 share the measuring process's interpreter):
 
-* `flood`: a registered queue client writing entries of `--entry-bytes` (fields and
+* `flood`: a registered stream client writing entries of `--entry-bytes` (fields and
   values together) to its input stream and, while its Redis user may, to another key
   under its prefix, at most
   `--flood-mib-s` (0: as fast as it can); held while the Redis it writes to uses more
   than `--guard-mib`, so a Redis without a bound cannot take the machine's memory;
-* `hoarder`: a registered queue client creating `--groups` consumer groups on its output
+* `hoarder`: a registered stream client creating `--groups` consumer groups on its output
   stream, asking cached questions and reading answers in some groups, never
   acknowledging.
 
@@ -112,7 +112,7 @@ def anonymous_arrivals(
 def queue_plan(
     rate: float, seconds: float, watched: Sequence[str], own: Sequence[Pair]
 ) -> list[tuple[float, str, str, int]]:
-    """The well-behaved queue client's questions: (seconds after the start, name, symbol,
+    """The well-behaved stream client's questions: (seconds after the start, name, symbol,
     horizon), a cached one and an uncached one in turn (its own turn through `own`)."""
     plan = []
     for i, at in enumerate(engine.steady(rate, seconds)):
@@ -124,7 +124,7 @@ def queue_plan(
     return plan
 
 
-# --- the well-behaved queue client
+# --- the well-behaved stream client
 
 
 class QueueAsker:
@@ -178,7 +178,7 @@ class QueueAsker:
                    answer.prediction_id, error=answer.error[:300])  # fmt: skip
 
 
-# --- the abusive queue clients
+# --- the abusive stream clients
 
 
 def error_kind(exc: Exception) -> str:
@@ -368,7 +368,7 @@ def run_abusers(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="make abuse's abusive queue clients")
+    parser = argparse.ArgumentParser(description="make abuse's abusive stream clients")
     parser.add_argument("--seconds", type=float, required=True)
     parser.add_argument("--out", type=Path, required=True, help="where the summary goes (JSON)")
     parser.add_argument("--flood-client", default="flood")

@@ -167,7 +167,7 @@ def verdict_rows(quiet: Mapping[str, Any], abused: Mapping[str, Any]) -> list[li
     """One row per figure: figure, quiet, abused, goal, verdict quiet, verdict abused."""
     return [
         *client_rows("REST client", quiet["rest"], abused["rest"], http=True),
-        *client_rows("queue client", quiet["queue"], abused["queue"], http=False),
+        *client_rows("stream client", quiet["queue"], abused["queue"], http=False),
         *watchlist_rows(quiet, abused),
         *redis_rows(quiet, abused),
         *database_rows(quiet, abused),

@@ -383,9 +383,9 @@ def main() -> int:
 
     workdir = Path(tempfile.mkdtemp(prefix="stockserve-bench-events-"))
     redis = _setup_environment(workdir)
-    from devstack import processes
     from devstack.redis import free_port
     from devstack.supervisor import Supervisor
+    from launch import process_catalog
     from loadtests.deployment import listens, serve
 
     port = free_port()
@@ -393,9 +393,9 @@ def main() -> int:
     dashboard: BrowserDashboard | SocketDashboard | None = None
     try:
         session_key = _staff_session()
-        relay_argv = [*processes.relay().argv(), "--tick", str(args.tick)]
+        relay_argv = [*process_catalog.relay().argv(), "--tick", str(args.tick)]
         relay = sup.add("relay", relay_argv, log_path=log)
-        serve(sup, "websocket", processes.websocket("127.0.0.1", port).argv(), listens(port),
+        serve(sup, "websocket", process_catalog.websocket("127.0.0.1", port).argv(), listens(port),
               log_path=log, timeout_s=60)  # fmt: skip
         base = f"http://127.0.0.1:{port}"
         if not args.no_browser and (shutil.which("chromium") or shutil.which("chromium-browser")):

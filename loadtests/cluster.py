@@ -24,11 +24,11 @@ from pathlib import Path
 import redis
 import yaml
 
-from devstack import processes
 from devstack.postgres import ThrowawayPostgres
 from devstack.redis import EmbeddedRedis
 from devstack.supervisor import Supervisor
 from devstack.testhosts import NETWORK, TestHost, TestNetwork, namespace_pids
+from launch import process_catalog
 from loadtests.cpu import cpu_seconds, descendants, machine_busy_seconds, process_name
 from loadtests.deployment import ROOT, TRAIN_WHEN_COLD, Setup, base_env, migrate, start_web
 from provisioning.bundle import snapshot
@@ -147,7 +147,7 @@ class Cluster:
     def add_host(self, name: str, core: int, timeout_s: float = 600) -> dict[int, str]:
         """`manage.py workers add` through the playbooks, then every process in the host's
         namespace pinned to `core`; returns what runs there, checked to be on that core."""
-        argv = processes.manage(
+        argv = process_catalog.manage(
             "workers",
             "add",
             name,

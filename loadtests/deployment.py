@@ -30,11 +30,11 @@ from typing import Any
 import redis
 import requests
 
-from devstack import processes
 from devstack.redis import free_port, redis_server_argv
 from devstack.supervisor import Supervisor
+from launch import process_catalog
 
-ROOT = processes.ROOT
+ROOT = process_catalog.ROOT
 REPORTS = ROOT / "loadtests" / "reports"
 QUESTION = {"symbol": "AAPL", "horizon": 5}
 PREDICTIONS = "/api/v1/predictions/"
@@ -108,7 +108,7 @@ def migrate(var_dir: Path, database_url: str = "", timeout_s: float = 300) -> No
     if database_url:
         env["DATABASE_URL"] = database_url
     subprocess.run(
-        [*processes.migrate().argv(), "-v", "0"],
+        [*process_catalog.migrate().argv(), "-v", "0"],
         cwd=ROOT,
         env=env,
         check=True,
@@ -162,7 +162,7 @@ class Deployment:
         queue_sets = [self.setup.queues] * self.setup.workers + list(self.setup.extra_workers)
         for i, queues in enumerate(queue_sets, start=1):
             autoscale = self.setup.autoscale if i <= self.setup.workers else ""
-            worker = processes.worker(
+            worker = process_catalog.worker(
                 f"w{i}",
                 queues,
                 self.setup.concurrency,
@@ -173,9 +173,9 @@ class Deployment:
             )
             self._spawn(f"worker-w{i}", worker.argv(), env)
         if self.setup.autoscaler:
-            self._spawn("autoscaler", processes.autoscaler().argv(), env)
+            self._spawn("autoscaler", process_catalog.autoscaler().argv(), env)
         if self.setup.sweeper:
-            self._spawn("sweeper", processes.sweeper(1).argv(), env)
+            self._spawn("sweeper", process_catalog.sweeper(1).argv(), env)
         workers_up = lambda: len(self.alive_workers(client)) >= len(queue_sets)  # noqa: E731
         wait_until(workers_up, deadline, "workers", self.sup)
 
@@ -281,7 +281,7 @@ def start_web(
     threads: int = 32,
     *,
     name: str = "web",
-    app: str = processes.WSGI_APP,
+    app: str = process_catalog.WSGI_APP,
     probe: str = "/api/v1/symbols/",
     timeout_s: float = 120,
     **probe_request: Any,
@@ -290,7 +290,7 @@ def start_web(
     answers 200: its base URL and process."""
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    command = processes.web(f"127.0.0.1:{port}", workers, threads, app=app)
+    command = process_catalog.web(f"127.0.0.1:{port}", workers, threads, app=app)
     ready = answers(f"{base}{probe}", **probe_request)
     proc, _ = serve(sup, name, command.argv(), ready, env=env, log_path=log_path,
                     timeout_s=timeout_s)  # fmt: skip
@@ -339,7 +339,7 @@ class Stack:
     def start(self, timeout_s: float = 240) -> float:
         """Start and wait for `/readyz`; seconds it took."""
         log = self.logs / f"stack-{int(time.time())}.log"
-        argv, ready = processes.stack().argv(), answers(f"{self.base}/readyz")
+        argv, ready = process_catalog.stack().argv(), answers(f"{self.base}/readyz")
         self.proc, took = serve(
             self.sup, "stack", argv, ready, env=self.env(), log_path=log, cwd=self.root,
             timeout_s=timeout_s,
@@ -353,7 +353,7 @@ class Stack:
 
     def manage(self, *args: str) -> str:
         out = subprocess.run(
-            processes.manage(*args).argv(),
+            process_catalog.manage(*args).argv(),
             cwd=self.root,
             env=self.env(),
             capture_output=True,

@@ -24,8 +24,8 @@ loadtests/reports/replay-<timestamp>/report.md and results.json:
 * work per new bar: pipelines run and their seconds;
 * the decisions the loop takes, each with its error rate measured on years of real daily
   errors rather than on this one replayed year: the shadow judge's false promotions and
-  days to a verdict (`benchmarks.decisions.promotion`), model health's false alarms on
-  held-out years and its delay against fault size (`benchmarks.decisions.health`); and
+  days to a verdict (`benchmarks.decisions.promotion_errors`), model health's false alarms on
+  held-out years and its delay against fault size (`benchmarks.decisions.health_alarms`); and
   what the registry did during the replay.
 """
 
@@ -49,18 +49,18 @@ import requests
 from websockets.sync.client import connect
 from websockets.typing import Origin
 
-from benchmarks.decisions import health as health_benchmark
-from benchmarks.decisions import promotion as promotion_benchmark
-from devstack import processes
+from benchmarks.decisions import health_alarms as health_benchmark
+from benchmarks.decisions import promotion_errors as promotion_benchmark
 from devstack.redis import EmbeddedRedis, free_port
 from devstack.supervisor import Supervisor
+from launch import process_catalog
 from loadtests import replay_analysis
 from loadtests.deployment import Stack
 from loadtests.latencies import percentile
 from loadtests.report import save
 from predictions.forecasting.calibration import load_calibration, seen_until_all
 
-ROOT = processes.ROOT
+ROOT = process_catalog.ROOT
 REPORTS = ROOT / "loadtests" / "reports"
 CALIBRATION = ROOT / "predictions" / "forecasting" / "calibration.json"
 
@@ -163,7 +163,7 @@ def start_stack(args: argparse.Namespace, sup: Supervisor, var_dir: Path, redis_
 
 
 def staff_token(env: dict[str, str]) -> str:
-    argv = processes.api_token("replay", staff=True).argv()
+    argv = process_catalog.api_token("replay", staff=True).argv()
     return subprocess.run(
         argv, cwd=ROOT, env=env, check=True, capture_output=True, text=True
     ).stdout.strip()

@@ -160,7 +160,7 @@ def equal_share(limit: int, clients: int, most: int) -> int:
     return max(1, min(most, limit // max(1, clients)))
 
 
-ANONYMOUS_PREFIX = "anon:"  # an address, not an account, a queue client or a batch host
+ANONYMOUS_PREFIX = "anon:"  # an address, not an account, a stream client or a batch host
 
 
 def queue_rank(client: str, place: int) -> int:

@@ -1,4 +1,4 @@
-"""Restricted Redis users for programs outside the service (queue clients, market
+"""Restricted Redis users for programs outside the service (stream clients, market
 readers): what every such user may run to connect, its URL, and keeping it in the ACL file.
 
 Why restricted users: the service's own credentials reach the broker, the cache and every

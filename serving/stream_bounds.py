@@ -1,6 +1,6 @@
-"""Each queue client's bounds, measured and enforced by the consumer at every step.
+"""Each stream client's bounds, measured and enforced by the consumer at every step.
 
-Why: a queue client writes to Redis before the service reads anything, and reads with
+Why: a stream client writes to Redis before the service reads anything, and reads with
 consumer groups of its own; left alone, one client filled Redis with 256 KiB entries, held
 every answer forever with a group that never acknowledged, and made the trimming walk
 20,000 groups every second. So, per client (the settings are in config/settings.py):
@@ -47,7 +47,7 @@ HOUR = 3600
 
 
 def user_name(client: str) -> str:
-    """The Redis user of a named queue client (`manage.py stream_clients add`)."""
+    """The Redis user of a named stream client (`manage.py stream_clients add`)."""
     return f"queue-{client}"
 
 
@@ -131,7 +131,7 @@ def trim_input(server: redis.Redis, keys: ClientKeys, usage: Usage) -> None:
     dropped = int(server.xtrim(keys.input, maxlen=bound, approximate=False))
     usage.waiting -= dropped
     log.warning(
-        "queue client %s: %d questions waited, over its bound of %d; the oldest %d dropped",
+        "stream client %s: %d questions waited, over its bound of %d; the oldest %d dropped",
         keys.name, usage.waiting + dropped, bound, dropped,
     )  # fmt: skip
 
@@ -157,7 +157,7 @@ def cap_groups(server: redis.Redis, keys: ClientKeys, usage: Usage) -> str:
         pipe.execute()
         usage.groups -= len(doomed) + len(crowded)
         log.warning(
-            "queue client %s: destroyed %d consumer groups over its bound of %d and %d with "
+            "stream client %s: destroyed %d consumer groups over its bound of %d and %d with "
             "more than %d consumers",
             keys.name, len(doomed), cap, len(crowded), settings.QUEUE_CLIENT_MAX_CONSUMERS,
         )  # fmt: skip
@@ -190,7 +190,7 @@ def cut_off(server: redis.Redis, keys: ClientKeys, reason: str) -> None:
     note = json.dumps({"until": until, "reason": reason})
     if server.hsetnx(CUTOFFS_KEY, keys.name, note):  # one consumer says so
         log.warning(
-            "queue client %s cut off for %d s: %s; its waiting questions and its output "
+            "stream client %s cut off for %d s: %s; its waiting questions and its output "
             "stream were dropped",
             keys.name, settings.QUEUE_CLIENT_COOLDOWN, reason,
         )  # fmt: skip
@@ -211,7 +211,7 @@ def switch_on_again(server: redis.Redis, now: float | None = None) -> list[str]:
             continue
         if server.acl_getuser(user_name(name)):
             server.execute_command("ACL", "SETUSER", user_name(name), "on")
-            log.warning("queue client %s: its cooldown is over, its user is on again", name)
+            log.warning("stream client %s: its cooldown is over, its user is on again", name)
         back.append(name)
     return back
 

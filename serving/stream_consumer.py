@@ -1,4 +1,4 @@
-"""The server side of the queue client: questions from Redis Streams, answers to others.
+"""The server side of the stream client: questions from Redis Streams, answers to others.
 
 Each client has its own input and output stream (`stockserve_client.protocol.client_keys`:
 the default one, and every name `manage.py stream_clients add` registered, whose Redis user
@@ -8,7 +8,7 @@ consumer. All of it lives in the queue's Redis (`QUEUE_REDIS_URL`, serving/strea
 and each client's bounds are enforced at every step (serving/stream_bounds.py): an entry
 over QUEUE_MAX_ENTRY_BYTES, or a question beyond QUEUE_CLIENT_MAX_PENDING in progress, is
 answered `refused`. A question goes through the gate every entry point shares
-(`serving.gate.ask`, admission control as the client `queue:<name>`, so each queue client
+(`serving.gate.ask`, admission control as the client `queue:<name>`, so each stream client
 has its own share): a cached answer is written at once; otherwise the consumer holds its
 message until the prediction ends. The answer is written once: one Lua script sets the
 per-request key only if absent, appends to the output stream (capped), publishes the
@@ -348,7 +348,7 @@ def _too_big(size: int) -> str:
 
 def _too_many(in_progress: int, bound: int) -> str:
     return (
-        f"You already have {in_progress} questions in progress, the most one queue client "
+        f"You already have {in_progress} questions in progress, the most one stream client "
         f"may have at once ({bound}); enqueue it again with a new request id once an "
         "answer arrives."
     )

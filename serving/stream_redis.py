@@ -1,7 +1,7 @@
 """The Redis the queue interface lives in (`QUEUE_REDIS_URL`): the client-facing streams,
-the answers and the queue clients' ACL users.
+the answers and the stream clients' ACL users.
 
-Why a Redis of its own: whatever a queue client writes is stored before the service reads
+Why a Redis of its own: whatever a stream client writes is stored before the service reads
 it, so a client that writes as fast and as large as it can fills the Redis it writes to.
 In the main Redis that stopped the broker, admission control and the throttles ("command
 not allowed when used memory > 'maxmemory'"); in a Redis of its own (`noeviction`, its own
@@ -49,7 +49,7 @@ def queue_redis_check(app_configs: Any = None, **kwargs: Any) -> list[Warning]:
         return []
     return [
         Warning(
-            "QUEUE_REDIS_URL is unset (or equals REDIS_URL): the queue clients' streams share "
+            "QUEUE_REDIS_URL is unset (or equals REDIS_URL): the stream clients' streams share "
             "the Redis the broker, admission control and the cache use, so a client that "
             "fills them can stop the service.",
             hint="Point QUEUE_REDIS_URL at a Redis of its own with maxmemory and noeviction "

@@ -6,14 +6,14 @@ years of the models' real daily errors (also part of `make replay`'s report).
 
 from __future__ import annotations
 
-from benchmarks.decisions import health, promotion
+from benchmarks.decisions import health_alarms, promotion_errors
 
 
 def main() -> None:
     print("## The shadow judge\n")
-    promotion.main()
+    promotion_errors.main()
     print("\n## Model health on held-out years\n")
-    health.main([])
+    health_alarms.main([])
 
 
 if __name__ == "__main__":

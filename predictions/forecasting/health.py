@@ -17,7 +17,7 @@ K = 0.5 targets a shift of one scale. Each day counts for at most CLIP = 3 scale
 single day can demote a model, however wild (a day on which a biased peer happens to be
 right once demoted two healthy models in a fault replay). H is set for a false-alarm rate
 of at most 0.2 per model-year on the years before 2008 and measured on 2008 onwards
-(`benchmarks/decisions/health.py`, docs/model-health.md).
+(`benchmarks/decisions/health_alarms.py`, docs/model-health.md).
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from celery import current_app
 from django.conf import settings
 from django.utils import timezone
 
-from launch import catalog
+from launch import process_catalog
 from launch.groups import signal_pids, spawn
 from provisioning import inventory, playbook_runs
 from provisioning.autoscale.managed import (
@@ -94,7 +94,7 @@ class LocalWorkers:
         taken = {w.name for w in all_managed()}
         number = next(n for n in range(1, 10_000) if self.node(f"auto-{queue}-{n}") not in taken)
         name = f"auto-{queue}-{number}"
-        argv = catalog.worker(
+        argv = process_catalog.worker(
             name, queue, self.per_worker, gpu="auto" if queue == "gpu" else "off"
         ).argv()
         # Recorded before it starts: a controller killed in between leaves an entry with no

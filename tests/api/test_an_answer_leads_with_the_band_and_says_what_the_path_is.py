@@ -1,7 +1,7 @@
 """A finished prediction carries `combined.reading`: the band at the horizon with its σ
 first, then the path labelled as its centre with what the evaluation table says about point
 forecasts. The REST answer, the cached answer the fast path serves, TF Serving's output and
-the queue client's answer all carry it; a table where a model beats no change changes it."""
+the stream client's answer all carry it; a table where a model beats no change changes it."""
 
 from __future__ import annotations
 

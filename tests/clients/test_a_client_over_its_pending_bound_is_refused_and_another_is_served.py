@@ -1,4 +1,4 @@
-"""Questions a queue client has in progress are bounded per client
+"""Questions a stream client has in progress are bounded per client
 (QUEUE_CLIENT_MAX_PENDING), joins included (a join takes no admission place): beyond it
 the client is answered `refused` with a sentence about its own questions, and another
 client's question is still taken. Before, 8 duplicate questions from one client filled the

@@ -1,4 +1,4 @@
-"""One queue client writing entries as large and as fast as it can: in the queue's own
+"""One stream client writing entries as large and as fast as it can: in the queue's own
 Redis (QUEUE_REDIS_URL, `maxmemory` with `noeviction`, as `make run` and the playbooks
 start it) it fills only that one, so the service's own writes to the main Redis (a
 throttle's INCR, the broker's LPUSH) go on; at the consumer's next step the client, over
@@ -73,7 +73,7 @@ def test_the_filler_is_cut_off_and_everyone_else_goes_on(queue_redis, settings, 
 
         with caplog.at_level(logging.WARNING, logger="serving.stream_bounds"):
             consumer.step(block_ms=100)
-        assert "queue client billing cut off for 300 s" in caplog.text
+        assert "stream client billing cut off for 300 s" in caplog.text
         state = listed()["billing"]
         assert state["user"] == "off" and "over its bound of 4 MB" in state["cut_off_because"]
         assert listed()["acme"] == {"name": "acme", "user": "on"}

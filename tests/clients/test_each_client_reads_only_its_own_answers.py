@@ -1,4 +1,4 @@
-"""Named queue clients: each has its own streams and a Redis user that reaches only them
+"""Named stream clients: each has its own streams and a Redis user that reaches only them
 (`manage.py stream_clients`); answers stay on a client's stream until every group reading it
 has acknowledged them. Real Redis (its ACLs), a real consumer process."""
 

@@ -6,7 +6,7 @@ import os
 import secrets
 import subprocess
 
-from devstack import processes
+from launch import process_catalog
 from tests.support.processes import ROOT
 
 
@@ -14,7 +14,7 @@ def deploy_check(**env: str) -> subprocess.CompletedProcess[str]:
     environ = {**os.environ, "SECRET_KEY": secrets.token_urlsafe(60), **env}
     environ.pop("DJANGO_ALLOW_ASYNC_UNSAFE", None)  # the browser tests' setting, not a deploy's
     return subprocess.run(
-        processes.manage("check", "--deploy", "--fail-level", "WARNING").argv(),
+        process_catalog.manage("check", "--deploy", "--fail-level", "WARNING").argv(),
         cwd=ROOT,
         env=environ,
         capture_output=True,

@@ -18,8 +18,8 @@ from pathlib import Path
 import psutil
 import redis
 
-from devstack import processes
 from devstack.supervisor import spawn, stop_group
+from launch import process_catalog
 from tests.support.processes import ROOT
 from tests.support.waiting import eventually
 
@@ -41,7 +41,7 @@ def under_umask_022(argv: list[str], var: Path, **env: str) -> subprocess.Comple
 
 def test_a_fresh_var_dir_under_umask_022_is_owner_only(tmp_path):
     var = tmp_path / "var"
-    migrated = under_umask_022([*processes.migrate().argv(), "-v", "0"], var)
+    migrated = under_umask_022([*process_catalog.migrate().argv(), "-v", "0"], var)
     assert migrated.returncode == 0, migrated.stderr[-2000:]
 
     assert mode(var) == 0o700 and mode(var / "db.sqlite3") == 0o600
@@ -79,7 +79,7 @@ def test_make_runs_processes_create_files_owner_only(tmp_path):
     env = {**os.environ, "VAR_DIR": str(var), "DATABASE_URL": url, "PORT": "1"}
     env.pop("REDIS_URL", None)  # the launcher's own Redis, as `make run` on a fresh machine
     log = open(tmp_path / "launcher.log", "w+b")  # noqa: SIM115 (read while it runs)
-    launcher = spawn(processes.stack().argv(), env=env, log=log, die_with_parent=True)
+    launcher = spawn(process_catalog.stack().argv(), env=env, log=log, die_with_parent=True)
     try:
         said = lambda: (tmp_path / "launcher.log").read_text(errors="replace")  # noqa: E731
         port = int(eventually(lambda: re.search(r"redis-server on 127.0.0.1:(\d+)", said()),

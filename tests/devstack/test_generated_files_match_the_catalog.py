@@ -1,8 +1,9 @@
-"""docker-compose.yml, the Dockerfile and the playbooks' commands come from one catalog."""
+"""docker-compose.yml, the Dockerfile and the playbooks' commands come from one process_catalog."""
 
 from __future__ import annotations
 
-from devstack import processes, render
+from devstack import render
+from launch import process_catalog
 
 
 def test_every_generated_file_is_up_to_date():
@@ -10,6 +11,6 @@ def test_every_generated_file_is_up_to_date():
 
 
 def test_compose_and_the_playbooks_start_the_same_worker_command():
-    worker = processes.worker("cpu", "cpu", 2)
+    worker = process_catalog.worker("cpu", "cpu", 2)
     assert " ".join(worker.args) in render.compose().replace('", "', " ")
     assert '  - "start_worker"' in render.ansible_vars()

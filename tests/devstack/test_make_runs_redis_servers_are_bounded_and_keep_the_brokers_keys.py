@@ -10,8 +10,9 @@ from __future__ import annotations
 import pytest
 import redis
 
-from devstack import launcher, processes
+from devstack import launcher
 from devstack.redis import EmbeddedRedis
+from launch import process_catalog
 
 VALUE = b"v" * 64 * 1024
 
@@ -35,10 +36,11 @@ def servers(tmp_path, monkeypatch):
 
 def test_each_has_its_bound_and_policy(servers, monkeypatch):
     monkeypatch.delenv("REDIS_MAXMEMORY_MB")
-    main = servers("redis", "REDIS_MAXMEMORY_MB", processes.REDIS_MAXMEMORY_MB,
-                   processes.MAIN_REDIS_POLICY)  # fmt: skip
+    main = servers("redis", "REDIS_MAXMEMORY_MB", process_catalog.REDIS_MAXMEMORY_MB,
+                   process_catalog.MAIN_REDIS_POLICY)  # fmt: skip
     queue = servers("queue-redis", "QUEUE_REDIS_MAXMEMORY_MB",
-                    processes.QUEUE_REDIS_MAXMEMORY_MB, processes.QUEUE_REDIS_POLICY)  # fmt: skip
+                    process_catalog.QUEUE_REDIS_MAXMEMORY_MB,
+                    process_catalog.QUEUE_REDIS_POLICY)  # fmt: skip
     assert main.config_get("maxmemory*").items() >= {
         ("maxmemory", str(1024 * 2**20)), ("maxmemory-policy", "volatile-lru")
     }  # fmt: skip
@@ -49,7 +51,7 @@ def test_each_has_its_bound_and_policy(servers, monkeypatch):
 
 
 def test_the_main_one_at_its_bound_keeps_the_brokers_queue(servers):
-    main = servers("redis", "REDIS_MAXMEMORY_MB", 0, processes.MAIN_REDIS_POLICY)
+    main = servers("redis", "REDIS_MAXMEMORY_MB", 0, process_catalog.MAIN_REDIS_POLICY)
     main.lpush("celery", "a task")  # the broker's queue: no TTL
     for i in range(400):  # 25 MB of cached answers into 8 MB
         main.set(f"stockserve:answer:{i}", VALUE, ex=900)
@@ -59,7 +61,9 @@ def test_the_main_one_at_its_bound_keeps_the_brokers_queue(servers):
 
 
 def test_the_queues_refuses_writes_when_full_and_evicts_nothing(servers):
-    queue = servers("queue-redis", "QUEUE_REDIS_MAXMEMORY_MB", 0, processes.QUEUE_REDIS_POLICY)
+    queue = servers(
+        "queue-redis", "QUEUE_REDIS_MAXMEMORY_MB", 0, process_catalog.QUEUE_REDIS_POLICY
+    )
     with pytest.raises(redis.exceptions.ResponseError, match="maxmemory"):
         for i in range(400):
             queue.xadd("stockserve:queue:billing:in", {"x": VALUE}, id=f"{i + 1}-0")

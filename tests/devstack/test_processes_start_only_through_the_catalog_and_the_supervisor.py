@@ -1,5 +1,5 @@
-"""One way to start a process: command lines come from the catalog (launch/catalog.py, known
-as devstack/processes.py) and long-running processes are started and stopped by
+"""One way to start a process: command lines come from the catalog (launch/process_catalog.py, known
+as launch/process_catalog.py) and long-running processes are started and stopped by
 launch/groups.py (devstack/supervisor.py keeps sets of them), so a flag or a stop rule
 changed there holds for the launcher, the load tools, the tests and the autoscaler."""
 
@@ -24,7 +24,7 @@ def python_files(*skip: str) -> list[Path]:
 def test_no_manage_py_command_line_is_written_outside_the_catalog():
     offenders = [
         str(p.relative_to(ROOT))
-        for p in python_files("launch/catalog.py", str(Path(__file__).relative_to(ROOT)))
+        for p in python_files("launch/process_catalog.py", str(Path(__file__).relative_to(ROOT)))
         if MANAGE_ARGV.search(p.read_text(encoding="utf-8"))
         or DEVSTACK_ARGV.search(p.read_text(encoding="utf-8"))
     ]

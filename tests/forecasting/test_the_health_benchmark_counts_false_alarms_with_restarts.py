@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from benchmarks.decisions.health import Series, false_alarms, poisson_interval, trace
+from benchmarks.decisions.health_alarms import Series, false_alarms, poisson_interval, trace
 from predictions.forecasting.health import REFERENCE, cusum
 from tests.forecasting.peer_errors import peer_errors
 

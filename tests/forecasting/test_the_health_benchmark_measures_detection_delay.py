@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from benchmarks.decisions.health import Series, delay_summary, first_alarm, trace
+from benchmarks.decisions.health_alarms import Series, delay_summary, first_alarm, trace
 from predictions.forecasting.health import cusum
 from tests.forecasting.peer_errors import peer_errors
 

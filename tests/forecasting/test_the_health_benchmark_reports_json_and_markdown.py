@@ -7,7 +7,7 @@ import json
 
 import numpy as np
 
-from benchmarks.decisions import health as benchmark
+from benchmarks.decisions import health_alarms as benchmark
 from benchmarks.decisions.daily import DailyErrors
 
 

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 from django.core.management import call_command
 
-from devstack import processes
+from launch import process_catalog
 from predictions.models import PredictionRequest
 from tests.support.processes import ROOT, database_url_for_workers
 from tests.support.waiting import eventually
@@ -62,7 +62,7 @@ def test_every_pair_is_written_as_the_pipeline_made_it_then_served_from_the_cach
 
 def test_a_batch_killed_mid_run_resumes_and_keeps_what_it_finished(celery_worker, tmp_path):
     out = tmp_path / "forecasts.csv"
-    argv = processes.manage("predict_batch", "--symbols", "MSFT,AAPL,GOOG").argv()
+    argv = process_catalog.manage("predict_batch", "--symbols", "MSFT,AAPL,GOOG").argv()
     argv += ["--horizons", "1,3", "--out", str(out), "--in-flight", "1", "--fresh", "--quiet"]
     env = {**os.environ, "DATABASE_URL": database_url_for_workers()}
     batch = subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.PIPE, text=True)

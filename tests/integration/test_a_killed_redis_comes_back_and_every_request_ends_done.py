@@ -16,9 +16,9 @@ import psutil
 import pytest
 import requests
 
-from devstack import processes
 from devstack.redis import EmbeddedRedis, free_port
 from devstack.supervisor import spawn, stop_group
+from launch import process_catalog
 from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.integration
@@ -64,7 +64,7 @@ def test_a_sigkilled_redis_is_restarted_and_every_request_ends_done(
         env.pop("REDIS_URL", None)  # the launcher's own Redis, as on a fresh machine
     log_path = tmp_path / "stack.log"
     with open(log_path, "ab") as log:
-        stack = spawn(processes.stack().argv(), env=env, log=log, die_with_parent=True)
+        stack = spawn(process_catalog.stack().argv(), env=env, log=log, die_with_parent=True)
     base = f"http://127.0.0.1:{port}"
 
     def said() -> str:
@@ -79,7 +79,8 @@ def test_a_sigkilled_redis_is_restarted_and_every_request_ends_done(
     try:
         eventually(ready, 300, f"the stack ready (see {log_path})", 0.5)
         token = subprocess.run(
-            processes.api_token("chaos", staff=True).argv(), cwd=processes.ROOT, env=env,
+            process_catalog.api_token("chaos", staff=True).argv(),
+            cwd=process_catalog.ROOT, env=env,
             check=True, capture_output=True, text=True,
         ).stdout.strip()  # fmt: skip
         session = requests.Session()

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 import redis
 import requests
-from loadtests.procs import Supervisor
 
+from devstack.supervisor import Supervisor
 from loadtests.deployment import Deployment, Setup, migrated_template
 from tests.support.loadtests import alive
 from tests.support.waiting import eventually
@@ -52,7 +52,7 @@ def pool_processes(main: subprocess.Popen[bytes]) -> list[int]:
 
 @pytest.fixture
 def deployment(tmp_path: Path) -> Iterator[Deployment]:
-    sup = Supervisor(pid_log=tmp_path / "pids.log", grace_s=5)
+    sup = Supervisor(restart=False, pid_log=tmp_path / "pids.log", grace_s=5)
     setup = Setup(
         workers=2,
         concurrency=2,

@@ -37,7 +37,7 @@ def verdicts(quiet: dict[str, Any], abused: dict[str, Any]) -> dict[str, tuple[s
 def test_an_abused_phase_like_the_quiet_one_meets_every_goal():
     found = verdicts(phase(), phase(p95=1900.0))
     assert found["REST client: p95 abused / quiet"][1] == "met"
-    assert found["queue client: answers arrived"] == ("met", "met")
+    assert found["stream client: answers arrived"] == ("met", "met")
     assert found["main Redis: used_memory peak"] == ("met", "met")
     assert "**not met**" not in {v for pair in found.values() for v in pair}
 
@@ -45,7 +45,7 @@ def test_an_abused_phase_like_the_quiet_one_meets_every_goal():
 def test_a_p95_over_twice_the_quiet_one_is_not_met():
     found = verdicts(phase(), phase(p95=2100.0))
     assert found["REST client: p95 abused / quiet"][1] == "**not met**"
-    assert found["queue client: p95 abused / quiet"][1] == "**not met**"
+    assert found["stream client: p95 abused / quiet"][1] == "**not met**"
 
 
 def test_a_fast_p95_over_only_some_answers_is_no_pass():

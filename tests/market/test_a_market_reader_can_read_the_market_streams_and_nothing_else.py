@@ -1,6 +1,6 @@
 """`manage.py market_readers add NAME` prints a URL whose Redis user can follow a symbol
 with `MarketFeed` (read `stockserve:market:*`) and can do nothing else: not write those
-streams, not read the broker, the cache or a queue client's keys. Before, MarketFeed needed
+streams, not read the broker, the cache or a stream client's keys. Before, MarketFeed needed
 the service's full Redis credentials. Real Redis 7 ACLs."""
 
 from __future__ import annotations

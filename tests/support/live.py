@@ -23,9 +23,9 @@ from django.contrib.auth.models import User
 from django.contrib.sessions.backends.db import SessionStore
 from django.db import connections
 
-from devstack import processes
 from devstack.redis import free_port
 from devstack.supervisor import spawn
+from launch import process_catalog
 from predictions.progress import EVENTS_CHANNEL
 from predictions.redis_client import get_redis
 from tests.support.processes import ROOT, database_url_for_workers, stop_process
@@ -118,8 +118,8 @@ def live_stack() -> Iterator[int]:
     log = open(LIVE_LOG, "ab")  # noqa: SIM115 - closed when the processes end
     relays_before = get_redis().pubsub_numsub(EVENTS_CHANNEL)[0][1]
     procs = [
-        spawn(processes.websocket("127.0.0.1", port).argv(), env=env, log=log),
-        spawn([*processes.relay().argv(), "--tick", "0.2"], env=env, log=log),
+        spawn(process_catalog.websocket("127.0.0.1", port).argv(), env=env, log=log),
+        spawn([*process_catalog.relay().argv(), "--tick", "0.2"], env=env, log=log),
     ]
     try:
         _wait_until(lambda: _accepts(port), procs, 60, "uvicorn listening")

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from django.db import connection
 
-from devstack import processes
 from devstack.supervisor import spawn, stop_group
+from launch import process_catalog
 from serving import presence
 from tests.support.waiting import eventually
 
@@ -56,7 +56,7 @@ def start_worker_process(
     env.update(extra_env or {})
     WORKER_LOG.parent.mkdir(exist_ok=True)
     log = open(WORKER_LOG, "ab")  # noqa: SIM115 - closed when the process ends
-    command = processes.worker(
+    command = process_catalog.worker(
         name, queues, concurrency, gpu=gpu, loglevel=loglevel, autoscale=autoscale
     )
     return spawn(command.argv(), env=env, log=log)

@@ -14,8 +14,8 @@ from typing import Any
 from django.core.management import call_command
 from stockserve_client import protocol
 
-from devstack import processes
 from devstack.supervisor import spawn
+from launch import process_catalog
 from serving import stream_bounds
 from serving.stream_redis import get_queue_redis
 from tests.support.processes import WORKER_LOG, database_url_for_workers, stop_process
@@ -28,7 +28,7 @@ def start_consumer(name: str, claim_idle: int = 2) -> subprocess.Popen[bytes]:
         "QUEUE_CLAIM_IDLE": str(claim_idle),
     }
     log = open(WORKER_LOG, "ab")  # noqa: SIM115 - closed when the process ends
-    argv = [*processes.queue().argv(), "--name", name]
+    argv = [*process_catalog.queue().argv(), "--name", name]
     return spawn(argv, env=env, log=log)
 
 

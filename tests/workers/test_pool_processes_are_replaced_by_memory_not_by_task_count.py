@@ -7,7 +7,7 @@ models, the recent runs, TensorFlow): `make step-load` showed it as a p95 spike 
 
 from __future__ import annotations
 
-from devstack import processes
+from launch import process_catalog
 from workers.management.commands.start_worker import recycling
 
 
@@ -18,8 +18,8 @@ def test_the_memory_bound_is_passed_to_celery_in_kib_and_no_task_count_by_defaul
 
 
 def test_the_catalog_starts_workers_without_a_task_count():
-    argv = processes.worker("w1", "io,cpu", 2).argv()
+    argv = process_catalog.worker("w1", "io,cpu", 2).argv()
 
     assert "--max-tasks-per-child" not in argv and "--max-memory-per-child" not in argv
-    bounded = processes.worker("w1", "cpu", 1, max_memory_mb=1024).argv()
+    bounded = process_catalog.worker("w1", "cpu", 1, max_memory_mb=1024).argv()
     assert bounded[bounded.index("--max-memory-per-child") + 1] == "1024"

@@ -1,4 +1,4 @@
-"""`manage.py stream_clients add NAME` gives a queue client its own streams and a Redis user
+"""`manage.py stream_clients add NAME` gives a stream client its own streams and a Redis user
 that reaches only them, and prints its Redis URL once; `remove NAME` revokes it; `list`
 shows each client and whether it is cut off (serving/stream_bounds.py).
 

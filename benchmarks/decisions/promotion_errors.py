@@ -1,7 +1,7 @@
 """How often the shadow judge promotes a shadow that is not better, and how long it takes to
 decide one that is: measured on the real daily errors of the project's models.
 
-    python -m benchmarks.decisions.promotion   # prints it; writes var/decisions/promotion.json
+    python -m benchmarks.decisions.promotion_errors  # prints it; var/decisions/promotion.json
 
 Three kinds of pair, each judged window by window (MAX_DAYS trading days from a start,
 starts every STRIDE days) by the rule the service runs (predictions/forecasting/promotion.py)

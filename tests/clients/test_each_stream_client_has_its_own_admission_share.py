@@ -1,6 +1,6 @@
-"""A registered queue client asks admission control as itself (`queue:<name>`): billing's
+"""A registered stream client asks admission control as itself (`queue:<name>`): billing's
 questions fill billing's share and billing is told about its own predictions, while acme's
-question, asked next, is admitted. Before, every queue client was the one client `queue`:
+question, asked next, is admitted. Before, every stream client was the one client `queue`:
 acme was refused for, and told about, billing's work. Real Redis, an in-process consumer."""
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ fresh reference, as a reinstated model gets), in two periods fixed in advance:
 
 Today's test (unscaled gaps, H = 8) is measured beside it on the same periods.
 
-    python -m benchmarks.decisions.health     # prints the section, writes var/decisions/health.json
+    python -m benchmarks.decisions.health_alarms  # prints it; writes var/decisions/health.json
 """
 
 from __future__ import annotations

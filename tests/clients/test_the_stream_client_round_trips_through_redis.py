@@ -1,4 +1,4 @@
-"""The queue client against a real Redis, real consumer processes and the real worker:
+"""The stream client against a real Redis, real consumer processes and the real worker:
 answered by id and on the output stream, a duplicate id answered once, a consumer
 SIGKILLed while holding a question replaced by another that answers it."""
 

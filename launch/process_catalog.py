@@ -102,7 +102,7 @@ def sweeper(every: object = 10) -> Command:
 
 
 def queue() -> Command:
-    """The queue client's consumer: questions from a Redis Stream, answers to another.
+    """The stream client's consumer: questions from a Redis Stream, answers to another.
     Any number may run (a consumer group shares the questions)."""
     return _command("manage.py", "serve_stream")
 

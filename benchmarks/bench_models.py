@@ -3,7 +3,7 @@
 Prints a Markdown table: cold train time (wall and CPU), warm start (loading the stored
 state), predict time, peak memory, and backtest skill against the naive baseline.
 
-    python -m benchmarks.models [--horizon 5] [--symbols AAPL ^GSPC] [--models naive lstm]
+    python -m benchmarks.bench_models [--horizon 5] [--symbols AAPL ^GSPC] [--models naive lstm]
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A queue client's Redis user (`manage.py stream_clients add`) may XADD to its own input
+"""A stream client's Redis user (`manage.py stream_clients add`) may XADD to its own input
 stream and nothing else: not another key under its prefix (which let one client fill
 Redis), not its output stream, not another client's; it reads its answers by id and in its
 own consumer groups. Real Redis 7 ACLs (key selectors)."""
