@@ -108,7 +108,7 @@ def flood(seconds: float = 5.0) -> None:
             printed = manage("stream_clients", "add", name).splitlines()
             urls[name] = next(line for line in printed if line.startswith("redis://"))
         with open(f"{var}/queue.log", "ab") as log:
-            consumer = spawn(process_catalog.queue().argv(), env=env, log=log)
+            consumer = spawn(process_catalog.stream_consumer().argv(), env=env, log=log)
         from stockserve_client import InputQueue, OutputQueue
 
         InputQueue(urls["acme"], client="acme").enqueue("ready", symbol="!!", horizon=1)

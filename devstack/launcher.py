@@ -4,7 +4,7 @@
 
 When REDIS_URL is unset a private redis-server is started on a free loopback port, with a
 `maxmemory` (REDIS_MAXMEMORY_MB) that evicts only keys with a TTL. When QUEUE_REDIS_URL is
-unset a second one holds the queue interface (its clients' streams and users), with its own
+unset a second one holds the stream interface (its clients' streams and users), with its own
 password, ACL file and `maxmemory` (QUEUE_REDIS_MAXMEMORY_MB) with `noeviction`, so a queue
 client that fills it cannot stop the broker (docs/clients.md). It says
 it is ready when `GET /readyz` does (every worker warmed up). A process that exits is
@@ -50,7 +50,7 @@ def _processes(port: int, host: str) -> dict[str, list[str]]:
         "sweeper": process_catalog.sweeper(env.get("SWEEP_INTERVAL", "10")).argv(),
         "ws": process_catalog.websocket(host, env["WS_PORT"]).argv(),
         "relay": process_catalog.relay().argv(),
-        "queue": process_catalog.queue().argv(),
+        "stream": process_catalog.stream_consumer().argv(),
         **(
             {"autoscaler": process_catalog.autoscaler().argv()} if _on(env.get("AUTOSCALE")) else {}
         ),

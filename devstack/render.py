@@ -145,9 +145,9 @@ services:
     <<: *app
     command: {_list(process_catalog.sweeper())}
     {after_migrate}
-  queue:  # the stream client's consumer (clients/python)
+  stream:  # the stream clients' consumer (clients/python)
     <<: *app
-    command: {_list(process_catalog.queue())}
+    command: {_list(process_catalog.stream_consumer())}
     {after_migrate}
 
   # `docker compose --profile monitoring up`: Prometheus with the alert rules on :9090,
@@ -196,7 +196,7 @@ def ansible_vars() -> str:
             "{{ web_host }}", "{{ web_ws_port }}"
         ),
         "stockserve_relay_args": process_catalog.relay(),
-        "stockserve_queue_args": process_catalog.queue(),
+        "stockserve_stream_consumer_args": process_catalog.stream_consumer(),
         "stockserve_beat_args": process_catalog.beat(
             "{{ stockserve_prefix }}/var/celerybeat-schedule"
         ),

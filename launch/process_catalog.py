@@ -101,7 +101,7 @@ def sweeper(every: object = 10) -> Command:
     return _command("manage.py", "sweep_predictions", "--every", every)
 
 
-def queue() -> Command:
+def stream_consumer() -> Command:
     """The stream client's consumer: questions from a Redis Stream, answers to another.
     Any number may run (a consumer group shares the questions)."""
     return _command("manage.py", "serve_stream")

@@ -16,7 +16,7 @@ Stack` with make run's rate limits, replay clock and watchlist, and NUM_PROXIES=
 The two anonymous addresses, and the REST client's, are sent as `X-Forwarded-For`, which
 the stack trusts (one proxy, as behind nginx): rate limits and admission key an anonymous
 client by that address, an authenticated one by its account, and the queue's clients as
-the queue consumer asks for them.
+the stream consumer asks for them.
 
 Per phase: the well-behaved clients' answers that arrived, their 5xx, exact p50/p95 from
 raw latencies, the watchlist's refreshes, each Redis's used_memory peak against its
@@ -98,7 +98,7 @@ class MakeRunStack(Stack):
 
 
 def process_env(stack: Stack) -> dict[str, str]:
-    """The environment the stack's queue consumer runs with (its Redis URLs included)."""
+    """The environment the stack's stream consumer runs with (its Redis URLs included)."""
     assert stack.proc is not None
     found: dict[str, str] = {}
     for child in psutil.Process(stack.proc.pid).children(recursive=True):

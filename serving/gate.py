@@ -10,8 +10,9 @@ itself decides, in one order for everyone:
 3. admission control (the client's share, the service's capacity): `Refused`;
 4. a new queued request, dispatched once its row is committed: `Queued`.
 
-A symbol no provider serves is `Unservable`. Whatever must happen to every answered
-question (counting hits today) happens here, once.
+A symbol no provider serves is `Unservable`. Whatever must happen to every question
+(counting a person's hits and misses) happens here, once; whatever follows a request's
+end happens in `serving.final`.
 """
 
 from __future__ import annotations
@@ -125,8 +126,9 @@ def cached_answer(
 ) -> Answered | None:
     """The one lookup of a cached answer: the stored rendering, else the database.
 
-    `accept` lets an edge turn down an answer that lacks what it needs (a TF Serving call
-    for one member model the cascade skipped); it then loads the row.
+    `accept` lets an asker turn down an answer that lacks what it needs (a TF Serving
+    call for one member model the cascade skipped; the watchlist's answer older than its
+    own bound); it then loads the row.
     """
     if not answer_cache.enabled():
         return None

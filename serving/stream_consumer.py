@@ -98,7 +98,7 @@ class StreamConsumer:
                 keys = protocol.client_keys(client)
             except ValueError:
                 log.warning(
-                    "queue consumer %s: ignoring client %r (not a valid name)", self.name, client
+                    "stream consumer %s: ignoring client %r (not a valid name)", self.name, client
                 )
                 continue
             if keys.input not in self.clients:
@@ -108,7 +108,7 @@ class StreamConsumer:
                     )
                 except redis.ResponseError as exc:
                     if "BUSYGROUP" not in str(exc):  # e.g. the queue's Redis is full
-                        log.warning("queue consumer %s: client %s skipped: %s",
+                        log.warning("stream consumer %s: client %s skipped: %s",
                                     self.name, client, exc)  # fmt: skip
                         continue
             current[keys.input] = keys
@@ -127,7 +127,7 @@ class StreamConsumer:
         except redis.ResponseError as exc:
             if "NOGROUP" not in str(exc):
                 raise
-            log.warning("queue consumer %s: a client's stream lost its group (%s); "
+            log.warning("stream consumer %s: a client's stream lost its group (%s); "
                         "making it again", self.name, exc)  # fmt: skip
             self.clients = {}  # the next refresh creates every group again
             return
@@ -184,7 +184,7 @@ class StreamConsumer:
         try:
             self._take(keys, entry_id, fields, redelivered)  # the gate binds the request id
         except Exception as exc:  # a bug or a store error on this entry: the next goes on
-            log.exception("queue consumer %s: entry %s failed", self.name, entry_id)
+            log.exception("stream consumer %s: entry %s failed", self.name, entry_id)
             failure = f"{keys.input}/{entry_id}"
             failures = int(self.redis.hincrby(FAILURES_KEY, failure, 1))
             if failures >= settings.QUEUE_MAX_DELIVERIES:
@@ -205,7 +205,7 @@ class StreamConsumer:
         """Keep the entry for an operator (DEAD_LETTER_STREAM, with the `reason`, the error
         included) and answer it as failed, telling the client what happened (`told`) but not
         the service's internals."""
-        log.error("queue consumer %s: entry %s dead-lettered: %s", self.name, entry_id, reason)
+        log.error("stream consumer %s: entry %s dead-lettered: %s", self.name, entry_id, reason)
         kept: dict[Any, Any] = {**fields, "client": keys.name, "entry_id": entry_id,
                                 "reason": reason}  # fmt: skip
         self.redis.xadd(
@@ -367,8 +367,8 @@ def serve(name: str, stop: Callable[[], bool]) -> None:
         try:
             consumer.step()
         except redis.RedisError as exc:
-            log.warning("queue consumer %s: Redis unreachable (%s); retrying", name, exc)
+            log.warning("stream consumer %s: Redis unreachable (%s); retrying", name, exc)
             time.sleep(1)
         except Exception:  # the database or the broker away, or a bug: log, wait, go on
-            log.exception("queue consumer %s: a step failed; retrying in 1 s", name)
+            log.exception("stream consumer %s: a step failed; retrying in 1 s", name)
             time.sleep(1)

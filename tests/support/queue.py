@@ -28,7 +28,7 @@ def start_consumer(name: str, claim_idle: int = 2) -> subprocess.Popen[bytes]:
         "QUEUE_CLAIM_IDLE": str(claim_idle),
     }
     log = open(WORKER_LOG, "ab")  # noqa: SIM115 - closed when the process ends
-    argv = [*process_catalog.queue().argv(), "--name", name]
+    argv = [*process_catalog.stream_consumer().argv(), "--name", name]
     return spawn(argv, env=env, log=log)
 
 
