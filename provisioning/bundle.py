@@ -28,6 +28,7 @@ INCLUDE = (
     "config",
     "launch",
     "predictions",
+    "serving",
     "workers",
     "api",
     "provisioning",

@@ -58,3 +58,14 @@ def test_nodectl_reads_the_env_file_the_role_writes(tmp_path, monkeypatch):
 
     assert os.environ["REDIS_URL"] == "redis://:p%40ss w@10.0.0.5:6379/0"
     assert os.environ["WORKER_GPU"] == "auto"
+
+
+def test_the_bundle_ships_every_installed_app():
+    """A package the service imports but the bundle leaves behind fails on the host alone
+    (a worker that cannot start), long after the local tests passed."""
+    from django.conf import settings
+
+    ours = {
+        app.split(".")[0] for app in settings.INSTALLED_APPS if (ROOT / app.split(".")[0]).is_dir()
+    }
+    assert ours <= set(bundle.INCLUDE), f"not shipped: {sorted(ours - set(bundle.INCLUDE))}"

@@ -89,13 +89,16 @@ def test_it_exposes_latency_stage_durations_cache_and_errors(client):
 
 def test_queue_depths_count_every_priority_list(client):
     redis = get_redis()
+    before = scrape(client)[("stockserve_queue_depth", (("queue", "gpu"),))]  # another test's
     redis.rpush("gpu", b"x", b"y")
     redis.rpush("gpu\x06\x163", b"z")
     try:
         m = scrape(client)
     finally:
-        redis.delete("gpu", "gpu\x06\x163")
-    assert m[("stockserve_queue_depth", (("queue", "gpu"),))] == 3
+        redis.lrem("gpu", 0, b"x")
+        redis.lrem("gpu", 0, b"y")
+        redis.lrem("gpu\x06\x163", 0, b"z")
+    assert m[("stockserve_queue_depth", (("queue", "gpu"),))] == before + 3
     assert ("stockserve_workers_online", ()) in m
 
 
