@@ -59,7 +59,13 @@ class BatchRunner:
         self.awaited = awaiting.Awaited()
 
     def run(self, pairs: list[tuple[str, int]]) -> Tally:
-        waiting = deque(pairs)
+        try:
+            self._run(deque(pairs))
+        finally:
+            self.awaited.close()
+        return self.tally
+
+    def _run(self, waiting: deque[tuple[str, int]]) -> None:
         pending: dict[str, Pending] = {}
         retry_at = 0.0
         while waiting or pending:
@@ -79,8 +85,6 @@ class BatchRunner:
             self._collect(pending, LONGEST_WAIT_SECONDS if pending else 0.0)
             if not pending and waiting:  # refused: nothing to wait for but the Retry-After
                 time.sleep(max(0.0, retry_at - time.monotonic()))
-        self.awaited.close()
-        return self.tally
 
     def _start(self, pair: tuple[str, int]) -> str | gate.Refused | None:
         """Ask the gate: a cached answer is written at once (None); a queued pair gives its
