@@ -5,7 +5,7 @@ it, a reader who finds it past its deadline) calls `finish` or `fail`. The row's
 UPDATE (`PredictionRequest.record_done` / `record_failed`) decides which process won; the
 winner, once, frees the request's admission place, makes a done answer the cached one
 and a forecast of record, publishes the final event (which wakes whoever waits for it,
-`serving.answers`) and ends the requests that joined it.
+`serving.awaiting`) and ends the requests that joined it.
 """
 
 from __future__ import annotations
