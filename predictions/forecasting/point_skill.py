@@ -57,6 +57,22 @@ def verdicts(card: dict[str, Any]) -> dict[tuple[str, str, int], str]:
     return out
 
 
+_ADOPTED: dict[int, tuple[dict[str, Any], dict[tuple[str, str, int], str]]] = {}
+
+
+def adopted_verdicts(card: dict[str, Any]) -> dict[tuple[str, str, int], str]:
+    """`verdicts` of the adopted scorecard, worked out once per card (the service reads it
+    once per process): statsmodels' Holm ends with a full `gc.collect()`, 80 ms alone and
+    280 ms in a worker holding TensorFlow, which every answer's reading paid (`make
+    bench-api`'s combine stage)."""
+    known = _ADOPTED.get(id(card))
+    if known is None or known[0] is not card:
+        if len(_ADOPTED) >= 8:
+            _ADOPTED.clear()
+        known = _ADOPTED[id(card)] = (card, verdicts(card))
+    return known[1]
+
+
 def _nearest(evaluated: list[int], horizon: int) -> int:
     """The evaluated horizon nearest on a log scale, the shorter on a tie (the band's rule)."""
     return min(evaluated, key=lambda h: (abs(math.log(h) - math.log(horizon)), h))
@@ -200,8 +216,11 @@ def statement(
     None when no table was published. ``beats_no_change`` is true only where this cell (the
     symbol's, at the nearest evaluated horizon) is better after Holm; ``sentence`` says it
     all in plain words."""
-    card = card if card is not None else scorecard.load_scorecard()
-    marks = verdicts(card)
+    if card is None:
+        card = scorecard.load_scorecard()
+        marks = adopted_verdicts(card)
+    else:
+        marks = verdicts(card)
     if not marks:
         return None
     counts: dict[str, Any] = {"tested": len(marks), "alpha": ALPHA, "correction": "Holm"}
