@@ -33,6 +33,7 @@ class Awaited:
     def __init__(self) -> None:
         self._pubsub = get_redis().pubsub(ignore_subscribe_messages=True)
         self._waiting: set[str] = set()
+        self._by_channel: dict[str, str] = {}  # final channel -> request id
         self._woken: set[str] = set()
         self._checked_at = time.monotonic()
 
@@ -41,7 +42,9 @@ class Awaited:
 
     def add(self, request_id: str) -> None:
         if request_id not in self._waiting:
-            self._pubsub.subscribe(progress.final_channel(request_id))
+            channel = progress.final_channel(request_id)
+            self._pubsub.subscribe(channel)
+            self._by_channel[channel] = request_id
             self._waiting.add(request_id)
             self._woken.add(request_id)  # read once: it may have ended before subscribing
 
@@ -69,7 +72,9 @@ class Awaited:
         """Take the wake-ups already here (waiting up to `timeout` for the first)."""
         message = self._pubsub.get_message(timeout=timeout)
         while message is not None:
-            self._woken.add(text(message["channel"]).rsplit(":", 1)[-1])
+            request_id = self._by_channel.get(text(message["channel"]))
+            if request_id is not None:
+                self._woken.add(request_id)
             message = self._pubsub.get_message(timeout=0.0)
 
     def _read(self, request_ids: set[str]) -> list[PredictionRequest]:
@@ -81,15 +86,22 @@ class Awaited:
             final.fail_if_stale(request)
             if request.is_final:
                 request_id = str(request.id)
+                channel = progress.final_channel(request_id)
                 self._waiting.discard(request_id)
-                self._pubsub.unsubscribe(progress.final_channel(request_id))
+                self._by_channel.pop(channel, None)
+                self._pubsub.unsubscribe(channel)
                 ended.append(request)
         return ended
 
 
 def wait_for(requests: Iterable[PredictionRequest], seconds: float) -> None:
-    """Return once every one of `requests` ended, or after `seconds`; each is re-read."""
+    """Return once every one of `requests` ended, or after `seconds`; each is re-read.
+    With no time to wait, nothing is subscribed: the rows are only read again."""
     requests = list(requests)
+    if seconds <= 0:
+        for request in requests:
+            request.refresh_from_db()
+        return
     awaited = Awaited()
     try:
         for request in requests:

@@ -8,7 +8,7 @@ consumer. All of it lives in the queue's Redis (`QUEUE_REDIS_URL`, serving/strea
 and each client's bounds are enforced at every step (serving/stream_bounds.py): an entry
 over QUEUE_MAX_ENTRY_BYTES, or a question beyond QUEUE_CLIENT_MAX_PENDING in progress, is
 answered `refused`. A question goes through the gate every entry point shares
-(`serving.gate.ask`, admission control as the client `queue:<name>`, so each stream client
+(`serving.gate.ask`, admission control as the client `stream:<name>`, so each stream client
 has its own share): a cached answer is written at once; otherwise the consumer holds its
 message until the prediction ends. The answer is written once: one Lua script sets the
 per-request key only if absent, appends to the output stream (capped), publishes the
