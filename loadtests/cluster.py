@@ -1,12 +1,22 @@
 """The cluster `make cluster-bench` measures: worker hosts as network namespaces, shared
-PostgreSQL and Redis, one web tier, each host's processes confined to their own core.
+PostgreSQL and Redis, one web tier, each host's processes confined to a slice of the
+machine.
 
 Why namespaces and real provisioning: a worker host is what `manage.py workers add`
 makes through the playbooks, so the benchmark adds hosts the way an operator does, and
 the hosts reach the shared services over their own links (devstack.testhosts). Why
-pinning: on one machine nothing else keeps two "hosts" from sharing every core; `taskset`
-gives host i core i, and what its worker forks later inherits that. The web tier, Redis,
-PostgreSQL and the load generator stay unpinned: they share the cores with the hosts.
+confinement: on one machine nothing else keeps two "hosts" from sharing every core. Two
+ways (`Quota`, `Pinned`):
+
+* quota (the default): each host's processes in a CPU cgroup of their own with a quota
+  of a fraction of a core (loadtests.cpu_quota), so k small hosts leave the rest of the
+  machine to the shared parts, and the group's own counter says what the host used,
+  exited processes included;
+* pinned: `taskset` gives host i core i; the host gets a whole core, and at k = the
+  number of cores the hosts take every core the shared parts need.
+
+What a host's worker forks later inherits either. The web tier, Redis, PostgreSQL and the
+load generator are confined to nothing: they share the rest of the machine.
 """
 
 from __future__ import annotations
@@ -18,8 +28,10 @@ import subprocess
 import sys
 import sysconfig
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, Protocol
 
 import redis
 import yaml
@@ -30,6 +42,7 @@ from devstack.supervisor import Supervisor
 from devstack.testhosts import NETWORK, TestHost, TestNetwork, namespace_pids
 from launch import process_catalog
 from loadtests.cpu import cpu_seconds, descendants, machine_busy_seconds, process_name
+from loadtests.cpu_quota import Layout, QuotaGroup, QuotaSlices, Throttling
 from loadtests.deployment import ROOT, TRAIN_WHEN_COLD, Setup, base_env, migrate, start_web
 from provisioning.bundle import snapshot
 
@@ -51,6 +64,126 @@ def pin_argv(core: int, pid: int) -> list[str]:
     return ["taskset", "-a", "-cp", str(core), str(pid)]
 
 
+class Isolation(Protocol):
+    """How a host's processes are kept to their share of the machine."""
+
+    def confine(self, host: str, pid: int) -> None:
+        """Move one process of the host into its share (one gone meanwhile is skipped)."""
+
+    def strays(self, host: str, pids: Iterable[int]) -> list[int]:
+        """Those of `pids` (the host's) not confined (ones gone meanwhile are not)."""
+
+    def cpu_seconds(self, host: str, pids: list[int]) -> float:
+        """CPU time the host used so far (`pids`: what runs in its namespace now)."""
+
+    def throttling(self, host: str) -> Throttling | None:
+        """Periods the host ran out of its quota in, where it has one."""
+
+    def describe(self, host: str) -> dict[str, Any]:
+        """The host's share, for the report."""
+
+    def close(self) -> list[str]:
+        """Undo what confinement made; returns what could not be undone."""
+
+
+@dataclass
+class Pinned:
+    """Host i on core i (`taskset -a`); its CPU time summed over its live processes."""
+
+    cores: dict[str, int]
+
+    def confine(self, host: str, pid: int) -> None:
+        subprocess.run(pin_argv(self.cores[host], pid), capture_output=True)  # gone ones fail
+
+    def strays(self, host: str, pids: Iterable[int]) -> list[int]:
+        found = []
+        for pid in pids:
+            try:
+                if os.sched_getaffinity(pid) != {self.cores[host]}:
+                    found.append(pid)
+            except ProcessLookupError:
+                continue
+        return found
+
+    def cpu_seconds(self, host: str, pids: list[int]) -> float:
+        return cpu_seconds(pids)
+
+    def throttling(self, host: str) -> Throttling | None:
+        return None
+
+    def describe(self, host: str) -> dict[str, Any]:
+        return {"isolation": "pinned", "core": self.cores[host]}
+
+    def close(self) -> list[str]:
+        return []
+
+
+@dataclass
+class Quota:
+    """Each host in a CPU cgroup of its own with `cores` of a core per `period_us`; its CPU
+    time and throttling read from the group."""
+
+    layout: Layout
+    cores: float
+    period_us: int
+    slices: QuotaSlices = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.slices = QuotaSlices(self.layout)
+
+    def group(self, host: str) -> QuotaGroup:
+        """The host's group, made the first time it is asked for."""
+        if host not in self.slices.groups:
+            return self.slices.add(host, self.cores, self.period_us)
+        return self.slices.groups[host]
+
+    def confine(self, host: str, pid: int) -> None:
+        self.group(host).add(pid)
+
+    def strays(self, host: str, pids: Iterable[int]) -> list[int]:
+        inside = self.group(host).pids()
+        return [pid for pid in pids if pid not in inside and os.path.exists(f"/proc/{pid}")]
+
+    def cpu_seconds(self, host: str, pids: list[int]) -> float:
+        return self.group(host).usage_seconds()
+
+    def throttling(self, host: str) -> Throttling | None:
+        return self.group(host).throttling()
+
+    def describe(self, host: str) -> dict[str, Any]:
+        group = self.group(host)
+        return {
+            "isolation": "quota",
+            "cores": self.cores,
+            "period_us": self.period_us,
+            "quota_us": group.quota_us,
+            "cgroup_version": self.layout.version,
+            "cgroups": [str(directory) for directory in group.directories()],
+        }
+
+    def close(self) -> list[str]:
+        return self.slices.close()
+
+
+def throttling_between(
+    before: dict[str, Throttling | None], after: dict[str, Throttling | None], seconds: float
+) -> dict[str, dict[str, float]]:
+    """Each quota host's throttling during a step: the share of its periods in which it ran
+    out of quota, and the seconds per second its processes waited for the next period."""
+    found = {}
+    for host, end in after.items():
+        start = before.get(host)
+        if end is None or start is None:
+            continue
+        periods = end.periods - start.periods
+        throttled = end.throttled - start.throttled
+        found[host] = {
+            "throttled_periods": round(throttled / periods, 3) if periods else 0.0,
+            "waited_s_per_s": round((end.throttled_s - start.throttled_s) / seconds, 3),
+        }
+    return found
+
+
 def cores_used(
     before: dict[str, float], after: dict[str, float], seconds: float
 ) -> dict[str, float]:
@@ -69,9 +202,11 @@ class Cluster:
         models: tuple[str, ...],
         names: list[str],
         say: Callable[[str], None],
+        isolation: Isolation,
         worker_loglevel: str = "WARNING",
     ) -> None:
         self.workdir, self.models, self.say = workdir, models, say
+        self.isolation = isolation
         self.worker_loglevel = worker_loglevel  # INFO: a line per task received and done
         self.sup = Supervisor(restart=False, pid_log=workdir / "pids.log", grace_s=10)
         self.net = TestNetwork(names, root=workdir / "hosts")
@@ -144,9 +279,9 @@ class Cluster:
             )
         )
 
-    def add_host(self, name: str, core: int, timeout_s: float = 600) -> dict[int, str]:
+    def add_host(self, name: str, timeout_s: float = 600) -> dict[int, str]:
         """`manage.py workers add` through the playbooks, then every process in the host's
-        namespace pinned to `core`; returns what runs there, checked to be on that core."""
+        namespace confined to the host's share; returns what runs there, checked."""
         argv = process_catalog.manage(
             "workers",
             "add",
@@ -173,23 +308,26 @@ class Cluster:
             raise RuntimeError(f"provisioning {name} failed ({code}):\n{tail}")
         host = self.net.hosts[name]
         self.added.append(host)
-        for _ in range(3):  # again for a child forked by a parent not pinned yet
-            for pid in namespace_pids(host.netns):
-                subprocess.run(pin_argv(core, pid), capture_output=True)  # gone ones fail
-        return self.check_pinned(host, core)
+        self._confine_namespace(host)
+        return self.check_confined(host)
 
-    def check_pinned(self, host: TestHost, core: int) -> dict[int, str]:
-        """What runs in the host's namespace; raises if any of it may leave `core`."""
-        found = {}
-        for pid in namespace_pids(host.netns):
-            try:
-                cores = os.sched_getaffinity(pid)
-            except ProcessLookupError:
-                continue
-            if cores != {core}:
-                raise RuntimeError(f"{host.name}: pid {pid} may run on cores {sorted(cores)}")
-            found[pid] = process_name(pid)
-        return found
+    def _confine_namespace(self, host: TestHost, passes: int = 5) -> None:
+        """Move what runs in the namespace into the host's share, pass after pass: a parent
+        moved after it forked leaves its child for the next pass."""
+        for _ in range(passes):
+            strays = self.isolation.strays(host.name, namespace_pids(host.netns))
+            if not strays:
+                return
+            for pid in strays:
+                self.isolation.confine(host.name, pid)
+
+    def check_confined(self, host: TestHost) -> dict[int, str]:
+        """What runs in the host's namespace; raises if any of it is outside its share."""
+        pids = namespace_pids(host.netns)
+        if strays := self.isolation.strays(host.name, pids):
+            where = self.isolation.describe(host.name)
+            raise RuntimeError(f"{host.name}: pids {strays} are outside its share {where}")
+        return {pid: process_name(pid) for pid in pids}
 
     def cpu(self) -> dict[str, float]:
         """CPU seconds so far of each host's namespace, of the shared services (web, Redis,
@@ -199,12 +337,19 @@ class Cluster:
         assert self.postgres is not None
         postmaster = int((self.postgres.data / "postmaster.pid").read_text().split()[0])
         roots = [c.proc.pid for c in self.sup.children.values() if c.proc is not None]
-        used = {host.name: cpu_seconds(namespace_pids(host.netns)) for host in self.added}
+        used = {
+            host.name: self.isolation.cpu_seconds(host.name, namespace_pids(host.netns))
+            for host in self.added
+        }
         used["services"] = cpu_seconds(descendants([*roots, self.redis.process.pid, postmaster]))
         mine = os.times()
         used["load generator"] = mine.user + mine.system
         used["machine"] = machine_busy_seconds()
         return used
+
+    def throttling(self) -> dict[str, Throttling | None]:
+        """Each host's throttling counters so far (None: a host with no quota)."""
+        return {host.name: self.isolation.throttling(host.name) for host in self.added}
 
     @property
     def database_url(self) -> str:
@@ -234,10 +379,11 @@ class Cluster:
             shutil.copy(log, into / log.name)
 
     def close(self) -> None:
-        """Hosts first (their workers), then web, PostgreSQL and Redis; each step runs even
-        when an earlier one failed."""
+        """Hosts first (their workers), their CPU shares, then web, PostgreSQL and Redis;
+        each step runs even when an earlier one failed."""
         for stop in (
             self.net.close,
+            self._release_isolation,
             self.sup.stop,
             self.postgres.stop if self.postgres else None,
             self.redis.stop if self.redis else None,
@@ -247,3 +393,7 @@ class Cluster:
                     stop()
                 except Exception as exc:  # noqa: BLE001 - the next ones must still run
                     self.say(f"teardown: {stop.__qualname__} failed: {exc}")
+
+    def _release_isolation(self) -> None:
+        for problem in self.isolation.close():
+            self.say(f"teardown: {problem}")

@@ -1,25 +1,33 @@
-"""The cluster benchmark's decisions: the ladder, a step's verdict, the sustainable rate,
-the pinning command."""
+"""The cluster benchmark's decisions: the ladder and where each k's starts, a step's
+verdict, the short-machine rule, the sustainable rate, the ratios, the pinning command."""
 
 from __future__ import annotations
 
+import argparse
 import math
 
 import pytest
 
-from loadtests.cluster import cores_used, pin_argv
+from loadtests.cluster import cores_used, pin_argv, throttling_between
 from loadtests.cluster_bench import (
     Step,
     climb,
+    estimate,
+    is_short,
     judge,
     ladder,
+    ladder_end,
+    ladder_for,
     offsets,
     p95_ms,
     ratio,
-    resume_from,
+    ratios,
+    rung_at_or_below,
     step_seconds,
     sustainable,
+    table,
 )
+from loadtests.cpu_quota import Throttling
 from loadtests.rawlog import Row
 
 
@@ -29,8 +37,8 @@ def rows(latencies_ms: list[float], misses: int = 0) -> list[Row]:
     return answered + missed
 
 
-def step(rate: float, passed: bool) -> Step:
-    return Step(rate, 30.0, 30, 0, 100.0, 200.0, 0.0, passed)
+def step(rate: float, passed: bool, short: bool = False) -> Step:
+    return Step(rate, 30.0, 30, 0, 100.0, 200.0, 0.0, passed, short)
 
 
 def test_the_ladder_rises_geometrically_from_its_start():
@@ -117,12 +125,71 @@ def test_the_sustainable_rate_is_the_last_step_passed_before_the_first_failure()
     assert sustainable([step(1, True), step(2, True)]) == 2  # the ladder's top was reached
 
 
-def test_a_second_hosts_ladder_starts_one_step_below_what_one_host_sustained():
-    rates = ladder(1.0, 2.0, 5)
+def test_a_ladder_can_start_on_a_higher_rung_of_the_same_ladder():
+    assert ladder(1.0, 2.0, 3, first=2) == [4.0, 8.0, 16.0]
 
-    assert resume_from(rates, 4.0) == [2.0, 4.0, 8.0, 16.0]
-    assert resume_from(rates, 1.0) == rates
-    assert resume_from(rates, None) == rates  # one host sustained nothing: the whole ladder
+
+def test_the_rung_at_or_below_a_rate_is_never_above_it():
+    assert rung_at_or_below(1.0, 2.0, 4.0) == 2  # exactly on a rung
+    assert rung_at_or_below(1.0, 2.0, 7.9) == 2
+    assert rung_at_or_below(1.0, 1.1, 1.21) == 2  # 1.1 ** 2 is a hair above 1.21
+    assert rung_at_or_below(1.0, 1.1, 0.5) == 0  # below the ladder: its bottom
+
+
+def test_a_larger_k_is_estimated_from_the_smallest_k_measured_with_a_margin():
+    assert estimate(1, {}) is None
+    assert estimate(2, {1: 2.0}) == pytest.approx(3.2)  # 0.8 x 2 x 2.0
+    assert estimate(4, {1: 2.0, 2: 5.0}) == pytest.approx(6.4)
+    assert estimate(4, {1: None, 2: 5.0}) == pytest.approx(8.0)  # k = 1 sustained nothing
+    assert estimate(2, {1: None}) is None
+
+
+def test_each_larger_k_starts_its_ladder_at_or_below_its_estimate():
+    assert ladder_for(1, 1.0, 1.1, 3, {}) == [1.0, 1.1, 1.21]
+    second = ladder_for(2, 1.0, 1.1, 3, {1: 2.0})
+
+    assert second[0] <= 3.2 < second[1]
+    assert second == ladder(1.0, 1.1, 15)[12:]  # the same ladder's rungs
+
+
+def test_a_larger_k_whose_smaller_ones_sustained_nothing_climbs_from_the_bottom():
+    assert ladder_for(2, 1.0, 1.1, 2, {1: None}) == [1.0, 1.1]
+
+
+def test_a_step_is_short_when_the_machine_had_under_a_tenth_of_a_core_idle():
+    assert is_short(1.95, 2)
+    assert is_short(1.9, 2)  # exactly a tenth idle
+    assert not is_short(1.85, 2)
+    assert not is_short(3.5, 4, margin=0.25)
+
+
+def test_a_short_step_runs_again_at_the_same_rate_and_only_the_rerun_counts():
+    outcomes = {1.0: [step(1.0, True)], 2.0: [step(2.0, False, short=True), step(2.0, True)],
+                3.0: [step(3.0, False)]}  # fmt: skip
+
+    steps = climb([1.0, 2.0, 3.0, 4.0], lambda rate: outcomes[rate].pop(0))
+
+    assert [(s.rate, s.short) for s in steps] == [(1, False), (2, True), (2, False), (3, False)]
+    assert sustainable(steps) == 2.0
+    assert ladder_end(steps) == "failed"
+
+
+def test_a_ladder_short_again_on_its_rerun_ends_at_the_rate_passed_before():
+    steps = climb([1.0, 2.0, 3.0], lambda rate: step(rate, rate < 2, short=rate >= 2))
+
+    assert [s.rate for s in steps] == [1.0, 2.0, 2.0]
+    assert sustainable(steps) == 1.0
+    assert ladder_end(steps) == "short"
+
+
+def test_a_short_step_is_neither_a_pass_nor_a_failure():
+    assert sustainable([step(1, True), step(2, False, short=True), step(2, True)]) == 2
+    assert sustainable([step(1, True, short=True)]) is None
+
+
+def test_a_ladder_that_passed_its_top_says_so():
+    assert ladder_end([step(1, True), step(2, True)]) == "top"
+    assert ladder_end([]) == "not measured"
 
 
 def test_the_ratio_needs_a_rate_for_one_host():
@@ -149,3 +216,38 @@ def test_the_cores_no_part_of_the_cluster_used_are_counted_as_someone_elses():
     assert used == pytest.approx(
         {"host1": 0.9, "services": 0.4, "load generator": 0.1, "others": 0.4, "machine": 1.8}
     )
+
+
+def test_throttling_per_step_is_the_share_of_periods_and_the_wait_per_second():
+    before = {"host1": Throttling(100, 10, 1.0), "host2": None}
+    after = {"host1": Throttling(1100, 510, 4.0), "host2": None}
+
+    assert throttling_between(before, after, 10.0) == {
+        "host1": {"throttled_periods": 0.5, "waited_s_per_s": 0.3}
+    }
+
+
+def ladder_entry(rate: float | None, passed_top: bool = False, short: int = 0) -> dict:
+    cores = {"others": 0.1}
+    steps = [{"cores": cores, "short": False}] + [{"cores": cores, "short": True}] * short
+    return {"sustainable_rate": rate, "top_reached": passed_top, "steps": steps}
+
+
+def test_the_report_holds_k2_and_k4_against_their_goals():
+    results = {
+        1: {"cold": ladder_entry(1.0), "warm": ladder_entry(2.0)},
+        2: {"cold": ladder_entry(1.95), "warm": ladder_entry(3.0, short=1)},
+        4: {"cold": ladder_entry(3.7, passed_top=True), "warm": ladder_entry(None)},
+    }
+    args = argparse.Namespace(models="naive", objective_cold=5.0, objective_warm=1.0,
+                              max_failures=0.05, isolation="quota", host_cores=0.3,
+                              period_ms=10.0, factor=1.1, short_margin=0.1)  # fmt: skip
+
+    assert ratios(results) == {
+        "k2/k1": {"cold": 1.95, "warm": 1.5},
+        "k4/k1": {"cold": 3.7, "warm": None},
+    }
+    text = table(results, args)
+    assert "1.95x (met)" in text and "1.5x (NOT met)" in text
+    assert ">= 3.7x (met)" in text  # k = 4's ladder passed its top: a lower bound
+    assert "1 short" in text and "quota 3000 us per 10000 us" in text
