@@ -144,7 +144,10 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         owner_only_sqlite(Path(DATABASES["default"]["NAME"]))
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
-# --- Redis: broker, result backend, cache (and, later, the channel layer).
+# --- Redis, by role, each on its own URL when set (docs/configuration.md, "Redis by role").
+# REDIS_URL: the project's own keys (predictions.redis_client.get_redis) and the Django
+# cache; the broker, the result backend, the channel layer (below) and the stream interface
+# (QUEUE_REDIS_URL) default to it.
 REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
 CACHES = {
     "default": {
@@ -210,8 +213,11 @@ PREDICTION_PRUNE_SECONDS = env_float("PREDICTION_PRUNE_SECONDS", 60.0, minimum=1
 PREDICTION_PRUNE_BATCH = env_int("PREDICTION_PRUNE_BATCH", 1000, minimum=1)
 
 # --- Celery (https://docs.celeryq.dev/en/stable/userguide/configuration.html).
-CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", REDIS_URL)
-CELERY_RESULT_BACKEND = env_str("CELERY_RESULT_BACKEND", REDIS_URL)
+# The broker's Redis: Celery's queues, bindings and unacknowledged messages; of ours only
+# the epoch marker (predictions.redis_client.epoch); serving/queue_wait.py reads the queues
+# there. The result backend's: task results and chord counters, the most bytes of any role.
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL") or REDIS_URL
+CELERY_RESULT_BACKEND = env_str("CELERY_RESULT_BACKEND") or REDIS_URL
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
@@ -468,13 +474,22 @@ USE_TZ = True
 LOGIN_URL = "/admin/login/"
 
 # --- Live pages (webui/): websockets on an ASGI server next to gunicorn, fed by one relay.
+# The channel layer's Redis: the relay's group sends and the websockets' receives, the most
+# commands of the live events.
+CHANNEL_LAYER_REDIS_URL = env_str("CHANNEL_LAYER_REDIS_URL") or REDIS_URL
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",
         "CONFIG": {
             # Timeouts, so an unreachable Redis fails a send instead of hanging it; the read
             # timeout stays above channels_redis's 5 s blocking receive.
-            "hosts": [{"address": REDIS_URL, "socket_connect_timeout": 2, "socket_timeout": 10}],
+            "hosts": [
+                {
+                    "address": CHANNEL_LAYER_REDIS_URL,
+                    "socket_connect_timeout": 2,
+                    "socket_timeout": 10,
+                }
+            ],
             "prefix": "stockserve:asgi",
             "expiry": 30,
         },

@@ -6,7 +6,9 @@ When REDIS_URL is unset a private redis-server is started on a free loopback por
 `maxmemory` (REDIS_MAXMEMORY_MB) that evicts only keys with a TTL. When QUEUE_REDIS_URL is
 unset a second one holds the stream interface (its clients' streams and users), with its own
 password, ACL file and `maxmemory` (QUEUE_REDIS_MAXMEMORY_MB) with `noeviction`, so a queue
-client that fills it cannot stop the broker (docs/clients.md). It says
+client that fills it cannot stop the broker (docs/clients.md). CELERY_BROKER_URL,
+CELERY_RESULT_BACKEND and CHANNEL_LAYER_REDIS_URL, when set, reach every process as they
+are (docs/configuration.md, "Redis by role"); unset, those roles use REDIS_URL. It says
 it is ready when `GET /readyz` does (every worker warmed up). A process that exits is
 started again with backoff (`devstack/supervisor.py`); Ctrl-C stops everything this
 started.

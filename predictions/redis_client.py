@@ -1,8 +1,21 @@
-"""One Redis connection pool per process for our own keys (progress, heartbeats, breakers)."""
+"""One Redis connection pool per process and role.
+
+Each role of Redis may be a server of its own (docs/configuration.md, "Redis by role"):
+
+* `get_redis()`: the project's own keys (`REDIS_URL`): admission, answers, progress and its
+  live events, heartbeats, breakers, counters;
+* `broker_redis()`: Celery's broker (`CELERY_BROKER_URL`), read in place for the queues'
+  depth and wait;
+* `results_redis()`: Celery's result backend (`CELERY_RESULT_BACKEND`): task results and
+  chord counters.
+
+The stream interface's Redis is `serving.stream_redis.get_queue_redis()`.
+"""
 
 from __future__ import annotations
 
 import functools
+import hashlib
 import time
 import uuid
 
@@ -13,9 +26,32 @@ from redis.commands.core import Script
 
 @functools.cache
 def get_redis() -> redis.Redis:
-    return redis.Redis.from_url(
-        settings.REDIS_URL, socket_timeout=5, socket_connect_timeout=2, decode_responses=False
-    )
+    """The project's own keys (`REDIS_URL`), the Redis the Django cache uses too."""
+    return _client(settings.REDIS_URL)
+
+
+def broker_redis() -> redis.Redis:
+    """The broker's Redis (`CELERY_BROKER_URL`): the queues are read where Celery keeps
+    them, whichever Redis holds the project's own keys."""
+    return _client(settings.CELERY_BROKER_URL)
+
+
+def results_redis() -> redis.Redis:
+    """The result backend's Redis (`CELERY_RESULT_BACKEND`): task results, chord counters."""
+    return _client(settings.CELERY_RESULT_BACKEND)
+
+
+def prediction_redises() -> list[redis.Redis]:
+    """Every Redis a prediction needs, each once: our own, the broker's, the result
+    backend's (what readiness pings)."""
+    urls = [settings.REDIS_URL, settings.CELERY_BROKER_URL, settings.CELERY_RESULT_BACKEND]
+    return [_client(url) for url in dict.fromkeys(urls)]
+
+
+@functools.cache
+def _client(url: str) -> redis.Redis:
+    """One pool per URL, so a role pointed elsewhere (a test's setting) gets its own."""
+    return redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=2)
 
 
 _scripts: dict[tuple[int, str], Script] = {}
@@ -50,17 +86,37 @@ _epoch: tuple[float, str] | None = None
 
 
 def epoch() -> str:
-    """Which Redis this is: a random name it keeps until it loses its data.
+    """Which pipeline store this is: a random name kept until the broker's or the result
+    backend's Redis loses its data.
 
-    A request records the epoch it was dispatched in; when Redis comes back empty (a
+    A request records the epoch it was dispatched in; when either Redis comes back empty (a
     restart without persistence), the epoch is new and the sweeper knows the request's
-    messages are gone. Read at most every few seconds per process.
+    messages or chord counters are gone. Read at most every few seconds per process.
     """
     global _epoch
     now = time.monotonic()
     if _epoch is None or now - _epoch[0] > EPOCH_CACHE_SECONDS:
-        pipe = get_redis().pipeline()
-        pipe.set(EPOCH_KEY, uuid.uuid4().hex, nx=True)
-        pipe.get(EPOCH_KEY)
-        _epoch = (now, text(pipe.execute()[1]))
+        _epoch = (now, _combined([_mark(client) for client in _pipeline_stores()]))
     return _epoch[1]
+
+
+def _pipeline_stores() -> list[redis.Redis]:
+    """The broker's Redis and, when it is another one, the result backend's."""
+    urls = dict.fromkeys([settings.CELERY_BROKER_URL, settings.CELERY_RESULT_BACKEND])
+    return [_client(url) for url in urls]
+
+
+def _mark(client: redis.Redis) -> str:
+    """This Redis's random name, written the first time it is asked for."""
+    pipe = client.pipeline()
+    pipe.set(EPOCH_KEY, uuid.uuid4().hex, nx=True)
+    pipe.get(EPOCH_KEY)
+    return text(pipe.execute()[1])
+
+
+def _combined(marks: list[str]) -> str:
+    """One name for all: a single store's own (an unsplit stack keeps its epoch), else a
+    digest as long (a request's dispatch_epoch holds 32 characters)."""
+    if len(marks) == 1:
+        return marks[0]
+    return hashlib.sha256(".".join(marks).encode()).hexdigest()[:32]

@@ -4,8 +4,10 @@ Queue depth alone says little (ten 5 ms tasks are no backlog; two 3 s models are
 every task message carries the time it was sent (a `sent_at` header, stamped on publish
 in every process), and:
 
-* a task that starts records its wait (start - sent) in a short per-queue list;
-* a message still waiting is read in place: the oldest one's age is the wait so far.
+* a task that starts records its wait (start - sent) in a short per-queue list (our own
+  Redis);
+* a message still waiting is read in place, in the broker's Redis: the oldest one's age is
+  the wait so far.
 
 `current()` gives, per queue, the larger of the recent waits' 95th percentile and the
 oldest waiting message's age, so a queue whose workers stopped taking tasks shows its
@@ -22,7 +24,7 @@ from typing import Any
 
 from kombu.transport.redis import PRIORITY_STEPS, Channel
 
-from predictions.redis_client import get_redis
+from predictions.redis_client import broker_redis, get_redis
 from predictions.stats import percentile
 from serving.queue_routing import QUEUES
 
@@ -91,28 +93,15 @@ class QueueState:
 def current(
     queues: tuple[str, ...] | list[str] = QUEUES, now: float | None = None
 ) -> dict[str, QueueState]:
-    """Every queue's depth and wait, in one round trip."""
+    """Every queue's depth and wait: one round trip to the broker's Redis (the messages
+    waiting) and one to our own (the recent waits)."""
     now = time.time() if now is None else now
-    pipe = get_redis().pipeline(transaction=False)
-    for queue in queues:
-        for key in priority_keys(queue):
-            pipe.llen(key)
-            pipe.lindex(key, -1)  # the transport pushes left and pops right: -1 is oldest
-        pipe.lrange(_recent_key(queue), 0, -1)
-    replies = iter(pipe.execute())
+    waiting = _waiting(queues)
+    recent = _recent_waits(queues, now)
     states = {}
     for queue in queues:
-        depth, oldest = 0, None
-        for _ in PRIORITY_STEPS:
-            depth += int(next(replies))
-            sent = _oldest_sent(next(replies))
-            if sent is not None:
-                oldest = sent if oldest is None else min(oldest, sent)
-        waits = []
-        for raw in next(replies):
-            at, waited = json.loads(raw)
-            if now - at <= RECENT_SECONDS:
-                waits.append(float(waited))
+        depth, oldest = waiting[queue]
+        waits = recent[queue]
         states[queue] = QueueState(
             queue=queue,
             depth=depth,
@@ -121,3 +110,35 @@ def current(
             started=len(waits),
         )
     return states
+
+
+def _waiting(queues: tuple[str, ...] | list[str]) -> dict[str, tuple[int, float | None]]:
+    """Per queue, from the broker's Redis: messages waiting and the oldest one's `sent_at`."""
+    pipe = broker_redis().pipeline(transaction=False)
+    for queue in queues:
+        for key in priority_keys(queue):
+            pipe.llen(key)
+            pipe.lindex(key, -1)  # the transport pushes left and pops right: -1 is oldest
+    replies = iter(pipe.execute())
+    waiting: dict[str, tuple[int, float | None]] = {}
+    for queue in queues:
+        depth, oldest = 0, None
+        for _ in PRIORITY_STEPS:
+            depth += int(next(replies))
+            sent = _oldest_sent(next(replies))
+            if sent is not None:
+                oldest = sent if oldest is None else min(oldest, sent)
+        waiting[queue] = (depth, oldest)
+    return waiting
+
+
+def _recent_waits(queues: tuple[str, ...] | list[str], now: float) -> dict[str, list[float]]:
+    """Per queue, from our own Redis: the waits of tasks started in the last RECENT_SECONDS."""
+    pipe = get_redis().pipeline(transaction=False)
+    for queue in queues:
+        pipe.lrange(_recent_key(queue), 0, -1)
+    recent: dict[str, list[float]] = {}
+    for queue, entries in zip(queues, pipe.execute(), strict=True):
+        pairs = (json.loads(raw) for raw in entries)
+        recent[queue] = [float(waited) for at, waited in pairs if now - at <= RECENT_SECONDS]
+    return recent

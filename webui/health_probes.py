@@ -2,8 +2,9 @@
 
 `/healthz`: the web process answers (nothing else is checked, so a restart is never
 triggered by a dependency's outage). `/readyz`: the service can answer a prediction now:
-the database and Redis respond, and every queue a default request needs (`io`, `cpu`) has
-a live worker whose pool processes have all warmed up. Both are open to anyone, like any
+the database and every Redis a prediction needs (our own, the broker's, the result
+backend's) respond, and every queue a default request needs (`io`, `cpu`) has a live
+worker whose pool processes have all warmed up. Both are open to anyone, like any
 load balancer probe, and name no host.
 """
 
@@ -15,7 +16,7 @@ from django.db import connection
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.http import require_GET
 
-from predictions.redis_client import get_redis
+from predictions.redis_client import prediction_redises
 from serving import presence
 from serving.queue_routing import REQUIRED_QUEUES
 
@@ -56,8 +57,10 @@ def _database() -> str:
 
 
 def _redis() -> str:
+    """Our own Redis, the broker's and the result backend's (one or several servers)."""
     try:
-        get_redis().ping()
+        for client in prediction_redises():
+            client.ping()
     except Exception as exc:
         return f"unreachable: {type(exc).__name__}"
     return "ok"

@@ -7,7 +7,7 @@ import gc
 
 import pytest
 
-from predictions.redis_client import get_redis
+from predictions.redis_client import results_redis
 from tests.support.api import submit_and_wait
 from tests.support.waiting import eventually
 
@@ -15,7 +15,7 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration]
 
 
 def result_channels() -> set[bytes]:
-    return set(get_redis().pubsub_channels("celery-task-meta-*"))
+    return set(results_redis().pubsub_channels("celery-task-meta-*"))
 
 
 def test_the_models_chord_leaves_no_result_channel_subscribed(staff_api_client, celery_worker):

@@ -5,12 +5,13 @@ from __future__ import annotations
 import json
 
 import pytest
+import redis
 from channels.layers import get_channel_layer
 from channels.testing import WebsocketCommunicator
+from django.conf import settings
 
 from config.asgi import application
 from predictions.models import PredictionRequest
-from predictions.redis_client import get_redis
 from tests.support.live import make_user, run_async, session_for, ws_headers
 from webui import consumers
 from webui.events.channel_groups import request_group
@@ -67,7 +68,8 @@ def test_a_socket_joins_its_group_again_after_redis_forgot_it(monkeypatch):
         assert (await communicator.connect(timeout=5))[0]
         await communicator.receive_json_from(timeout=5)  # the snapshot
         layer = get_channel_layer()
-        get_redis().delete(f"stockserve:asgi:group:{group}")  # as a Redis restart forgets it
+        layer_redis = redis.Redis.from_url(settings.CHANNEL_LAYER_REDIS_URL)
+        layer_redis.delete(f"stockserve:asgi:group:{group}")  # as a Redis restart forgets it
         await communicator.receive_nothing(timeout=0.6)  # meanwhile the consumer re-joins
         update = {"type": "request", "request": {"id": str(request.id), "status": "done"}}
         await layer.group_send(group, {"type": "request.update", "text": json.dumps(update)})

@@ -11,7 +11,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from predictions import event_metrics, progress
 from predictions.event_metrics import METRICS_KEY
-from predictions.redis_client import get_redis
+from predictions.redis_client import broker_redis, get_redis
 
 pytestmark = pytest.mark.django_db
 
@@ -88,7 +88,7 @@ def test_it_exposes_latency_stage_durations_cache_and_errors(client):
 
 
 def test_queue_depths_count_every_priority_list(client):
-    redis = get_redis()
+    redis = broker_redis()
     before = scrape(client)[("stockserve_queue_depth", (("queue", "gpu"),))]  # another test's
     redis.rpush("gpu", b"x", b"y")
     redis.rpush("gpu\x06\x163", b"z")

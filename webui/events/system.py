@@ -11,7 +11,8 @@ from serving.queue_routing import QUEUES
 
 def queue_depths_and_waits() -> tuple[dict[str, int], dict[str, float]]:
     """Each pipeline queue's messages waiting (not those a worker has reserved) and its p95
-    wait in seconds (what the autoscaler steers by), from one Redis round trip."""
+    wait in seconds (what the autoscaler steers by), from one round trip to the broker's
+    Redis and one to our own."""
     states = queue_wait.current(QUEUES)
     depths = {queue: state.depth for queue, state in states.items()}
     return depths, {queue: state.wait for queue, state in states.items()}
