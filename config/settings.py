@@ -247,8 +247,11 @@ CELERY_DB_REUSE_MAX = 1000
 CELERY_TASK_DEFAULT_QUEUE = "cpu"
 # Each task's queue when sent without one: a router function, named (not imported) here.
 CELERY_TASK_ROUTES = ("serving.signatures.route_task",)
-CELERY_TASK_TRACK_STARTED = True
-CELERY_WORKER_SEND_TASK_EVENTS = True
+# No task events: nothing in the service reads them (presence has its own heartbeats),
+# and they were three publishes per task on the shared Redis. To watch tasks with
+# `celery events` or Flower, turn them on for a while: `celery -A config control
+# enable_events` (and `disable_events` after).
+CELERY_WORKER_SEND_TASK_EVENTS = False
 # --- Hybrid precompute (serving/watchlist.py): these questions are answered before anyone
 # asks, refreshed when new bars arrive and every PRECOMPUTE_EVERY seconds, as a client of
 # admission control and of the broker's queues like the others. Empty symbols: off.

@@ -10,6 +10,7 @@ from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
+from django.db.models import Q
 
 from predictions import generations
 from predictions.models import ModelGeneration, StoredRun
@@ -51,6 +52,28 @@ def stored_run(
         _remember(key, run)
     _runs.move_to_end(key)
     return dict(run)
+
+
+def runs_by_key(keys: list[RunKey]) -> dict[RunKey, dict[str, Any]]:
+    """Stored runs by their keys, from this process's copies or in one query: how a
+    combiner gets the backtest paths and residuals a model task left in the registry
+    instead of sending them through the broker. A key without a row (its generation
+    pruned meanwhile) is absent from the answer."""
+    found = {key: _runs[key] for key in keys if key in _runs}
+    missing = [key for key in keys if key not in found]
+    if missing:
+        wanted = Q()
+        for generation_id, horizon, price_key, state_version in missing:
+            wanted |= Q(generation_id=generation_id, horizon=horizon, price_key=price_key,
+                        state_version=state_version)  # fmt: skip
+        rows = StoredRun.objects.filter(wanted).values_list(
+            "generation_id", "horizon", "price_key", "state_version", "run"
+        )
+        for generation_id, horizon, price_key, state_version, run in rows:
+            key = (generation_id, horizon, price_key, state_version)
+            _remember(key, run)
+            found[key] = run
+    return found
 
 
 def store_run(

@@ -54,17 +54,28 @@ def last_progress(request_ids: list[str]) -> dict[str, float]:
 
 def record_stage(request_id: str, record: dict[str, Any]) -> None:
     """Append a stage record and publish it; never fails the task that reports it."""
-    payload = json.dumps({"request_id": request_id, **record})
+    record_stages(request_id, [record])
+
+
+def record_stages(request_id: str, records: list[dict[str, Any]]) -> None:
+    """Append stage records and publish them as one event (a list when there are several:
+    the coordinator's lookups finish together); never fails the task that reports them."""
+    if not records:
+        return
+    payloads = [{"request_id": request_id, **record} for record in records]
+    encoded = [json.dumps(payload) for payload in payloads]  # a bug here is raised
+    event = encoded[0] if len(encoded) == 1 else f"[{','.join(encoded)}]"
     try:
         pipe = get_redis().pipeline(transaction=False)
-        pipe.rpush(_stages_key(request_id), payload)
+        pipe.rpush(_stages_key(request_id), *encoded)
         pipe.expire(_stages_key(request_id), STAGES_TTL_SECONDS)
         pipe.set(_progress_key(request_id), time.time(), ex=STAGES_TTL_SECONDS)
-        pipe.publish(EVENTS_CHANNEL, payload)
-        event_metrics.count_stage(pipe, record)
+        pipe.publish(EVENTS_CHANNEL, event)
+        for record in records:
+            event_metrics.count_stage(pipe, record)
         pipe.execute()
     except RedisError as exc:  # progress is best-effort; the result carries the timings
-        logger.warning("stage record of %s not kept: %s", request_id, exc)
+        logger.warning("stage records of %s not kept: %s", request_id, exc)
 
 
 def publish_request(event: str, request: Any, **extra: Any) -> None:

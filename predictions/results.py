@@ -13,7 +13,7 @@ from typing import Any, NotRequired, TypedDict
 import numpy as np
 from django.conf import settings
 
-from predictions import model_health, price_store
+from predictions import model_health, model_registry, price_store
 from predictions.forecasting import volatility
 from predictions.forecasting.calibration import load_calibration
 from predictions.forecasting.combine import combine
@@ -76,6 +76,33 @@ class SentimentPart(TypedDict, total=False):
 # What a chord hands its callback: each header task's part, as JSON gave it back.
 Part = Mapping[str, Any]
 
+# A model run's bulk: its backtest paths and residuals (most of a run's bytes). A part
+# travels without them when the run is kept in the registry under STORED_RUN, its key;
+# the combiner reads them from there (`with_bulk`), nobody else needs them.
+BULK = ("residuals", "backtest")
+STORED_RUN = "stored_run"
+
+
+def travelling(run: dict[str, Any]) -> dict[str, Any]:
+    """The part a model task sends on: without the bulk when the registry keeps it."""
+    if not run.get(STORED_RUN):
+        return run
+    return {k: v for k, v in run.items() if k not in BULK}
+
+
+def with_bulk(runs: Sequence[Part]) -> list[dict[str, Any]]:
+    """The runs as the combiner needs them, the bulk read back from the registry (this
+    process's copies, else one query). A run whose stored copy is gone (its generation
+    pruned meanwhile) combines without it: its forecast still counts, its residuals not."""
+    keys = [tuple(run[STORED_RUN]) for run in runs if run.get(STORED_RUN) and BULK[0] not in run]
+    stored = model_registry.runs_by_key(keys) if keys else {}
+    complete = []
+    for run in runs:
+        kept = stored.get(tuple(run.get(STORED_RUN) or ()))
+        bulk = {k: kept[k] for k in BULK if k in kept} if kept else {}
+        complete.append({**run, **bulk})
+    return complete
+
 
 def forecast_dates(last_bar: np.datetime64, horizon: int) -> list[str]:
     """The next `horizon` business days after the last bar (exchange holidays not modelled)."""
@@ -121,7 +148,7 @@ def assemble(
     record is part of the result it times.
     """
     history = price_store.load(request.price_key)
-    model_runs = [part for part in parts if "model" in part]
+    model_runs = with_bulk([part for part in parts if "model" in part])
     sentiment_part = next((part for part in parts if part.get("kind") == "sentiment"), None)
     sentiment_summary = (
         sentiment_part["sentiment"] if sentiment_part and sentiment_part["ok"] else None
@@ -149,7 +176,7 @@ def assemble(
         stage = run.get("stage", {})
         models.append(
             {
-                **{k: v for k, v in run.items() if k not in ("stage", "residuals", "backtest")},
+                **{k: v for k, v in run.items() if k not in ("stage", STORED_RUN, *BULK)},
                 "weight": members.get(run["model"], {}).get("weight", 0.0),
                 "excluded": _demotion(run["model"], demoted)
                 or members.get(run["model"], {}).get("excluded"),

@@ -13,6 +13,7 @@ from typing import Any, Literal
 
 from celery import Task
 from celery.exceptions import SoftTimeLimitExceeded
+from django.conf import settings
 
 from predictions import results
 from predictions.models import PredictionRequest
@@ -49,7 +50,28 @@ def model_part(
         run = {"model": name, "ok": False, "error": f"{name} failed: {exc}"}
     run = faults.injected(name, history, run)
     run["stage"] = clock.finish("ok" if run["ok"] else "error", run.get("error"))
-    return run  # type: ignore[return-value]
+    return results.travelling(run)  # type: ignore[return-value]
+
+
+def stored_model_part(
+    task: Task, request_id: str, name: str, history: PriceHistory, horizon: int, warm_start: bool
+) -> ModelPart | None:
+    """The model's part when the registry already holds the run that would answer (no
+    model code runs), else None and the model gets a task of its own. A lookup that fails
+    is a None too: the task will say what is wrong."""
+    clock = StageClock(task, f"model:{name}", request_id, touch=False)
+    try:
+        run = stages.stored_model_run(
+            name, history, horizon, warm_start=warm_start, worker=task.request.hostname or ""
+        )
+    except Exception:  # noqa: BLE001 - the model's own task runs it and reports
+        log.warning("stored run of %s for %s unreadable", name, request_id, exc_info=True)
+        return None
+    if run is None:
+        return None
+    run = faults.injected(name, history, run)
+    run["stage"] = clock.finish("ok", "the registry's stored run", publish=False)
+    return results.travelling(run)  # type: ignore[return-value]
 
 
 def sentiment_part(
@@ -68,6 +90,13 @@ def sentiment_part(
         outcome = {"kind": "sentiment", "ok": False, "error": f"sentiment unavailable: {exc}"}
     outcome["stage"] = clock.finish("ok" if outcome["ok"] else "error", outcome.get("error"))
     return outcome  # type: ignore[return-value]
+
+
+def in_model_order(done: list[Part]) -> list[Part]:
+    """The parts in the configured models' order, the rest after: the result lists the
+    models the same way whichever of them the coordinator answered itself."""
+    order = {name: i for i, name in enumerate(settings.PREDICTION_MODELS)}
+    return sorted(done, key=lambda part: order.get(part.get("model", ""), len(order)))
 
 
 def finish(

@@ -17,14 +17,21 @@ log = logging.getLogger(__name__)
 class StageClock:
     """Started when a stage begins; `finish()` records where and how long it ran."""
 
-    def __init__(self, task: Task, stage: str, request_id: str) -> None:
+    def __init__(self, task: Task, stage: str, request_id: str, touch: bool = True) -> None:
+        """`touch`: tell the sweeper the request is alive now (a stage that may run long);
+        off for a lookup the coordinator answers on its way."""
         self.task = task
         self.stage = stage
         self.request_id = request_id
         self.started_at = time.time()
-        progress.touch(request_id)
+        if touch:
+            progress.touch(request_id)
 
-    def finish(self, outcome: str = "ok", detail: str | None = None) -> StageRecord:
+    def finish(
+        self, outcome: str = "ok", detail: str | None = None, publish: bool = True
+    ) -> StageRecord:
+        """The stage's record, kept and published now unless `publish` is off (the caller
+        records several at once: `progress.record_stages`)."""
         finished_at = time.time()
         delivery = self.task.request.delivery_info or {}
         record: StageRecord = {
@@ -39,7 +46,8 @@ class StageClock:
         }
         if detail:
             record["detail"] = detail
-        progress.record_stage(self.request_id, dict(record))
+        if publish:
+            progress.record_stage(self.request_id, dict(record))
         log.info(
             "stage %s %s in %.0f ms on %s", self.stage, outcome, record["duration_ms"],
             record["queue"],

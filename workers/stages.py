@@ -11,7 +11,7 @@ from typing import Any
 
 from django.conf import settings
 
-from predictions import generations, model_registry
+from predictions import generations, model_registry, results
 from predictions.forecasting import recipes
 from predictions.forecasting.backtest import evaluate_and_forecast
 from predictions.forecasting.catalog import get_model_class
@@ -28,11 +28,38 @@ def fetch_history(symbol: str) -> PriceHistory:
 
 # Parts of a stored run that describe the run that made it, not the forecast.
 RUN_TIMINGS = ("fit_seconds", "backtest_seconds", "predict_seconds")
+# Where a run is kept in the registry (generation id, horizon, price key, state version):
+# its bulk stays there and the combiner reads it by this key (predictions.results).
+STORED_RUN = results.STORED_RUN
 
 
 def model_run(
     name: str, history: PriceHistory, horizon: int, *, warm_start: bool = True, worker: str = ""
 ) -> dict[str, Any]:
+    run = _answering_run(name, history, horizon, warm_start=warm_start, worker=worker)
+    assert run is not None  # it runs the model when nothing is stored
+    return run
+
+
+def stored_model_run(
+    name: str, history: PriceHistory, horizon: int, *, warm_start: bool = True, worker: str = ""
+) -> dict[str, Any] | None:
+    """What `model_run` would answer when that is a lookup (the answering generation
+    already ran on these prices), else None: no model code runs."""
+    return _answering_run(
+        name, history, horizon, warm_start=warm_start, worker=worker, only_stored=True
+    )
+
+
+def _answering_run(
+    name: str,
+    history: PriceHistory,
+    horizon: int,
+    *,
+    warm_start: bool = True,
+    worker: str = "",
+    only_stored: bool = False,
+) -> dict[str, Any] | None:
     """Backtest and forecast one model with the generation that serves it.
 
     With shadow generations on (REGISTRY_SHADOW), the serving generation answers. New bars
@@ -41,22 +68,41 @@ def model_run(
     the new recipe is trained and judged in shadow after the answer, for forecasts of
     record only (workers/shadows.py, predictions/generations.py): the answer's path never
     waits for it. Off, the newest generation serves as soon as it is trained.
+
+    `only_stored`: the run only if the generation that would answer already made it on
+    these prices (a lookup, no model code run), else None.
     """
     if not settings.REGISTRY_SHADOW:
-        return _newest_run(name, history, horizon, warm_start=warm_start, worker=worker)
+        return _newest_run(
+            name, history, horizon, warm_start=warm_start, worker=worker, only_stored=only_stored
+        )
     served = generations.serving(history.symbol, name)
     if served is None:
-        first_run = _newest_run(name, history, horizon, warm_start=warm_start, worker=worker)
+        first_run = _newest_run(
+            name, history, horizon, warm_start=warm_start, worker=worker, only_stored=only_stored
+        )
+        if first_run is None:
+            return None
         first = model_registry.latest(history.symbol, name)
         if first is not None:
             generations.start_serving(first, "the first generation of this model")
         return first_run
     if generations.same_recipe(served, current_recipe(name)):
         return _newest_run(
-            name, history, horizon, warm_start=warm_start, worker=worker, serving=served
+            name,
+            history,
+            horizon,
+            warm_start=warm_start,
+            worker=worker,
+            serving=served,
+            only_stored=only_stored,
         )
-    payload = _generation_run(name, served, history, horizon, worker=worker)
-    assert payload is not None  # a serving generation always answers (retrained if need be)
+    payload = _generation_run(
+        name, served, history, horizon, worker=worker, only_stored=only_stored
+    )
+    if payload is None:
+        assert only_stored  # a serving generation always answers (retrained if need be)
+        return None
     if payload["registry"]["generation"] == served.generation:
         payload["registry"]["judging"] = True  # a shadow is computed after the answer
     return payload
@@ -104,16 +150,19 @@ def _generation_run(
     *,
     worker: str,
     shadow: bool = False,
+    only_stored: bool = False,
 ) -> dict[str, Any] | None:
     """What one generation answers on these prices: its stored run, else its state used as
     it is (no training). A serving state that cannot answer at all (unreadable, or fitted
     on data these prices do not contain) is retrained and the new generation serves, saying
-    why; such a shadow is rejected (None)."""
+    why; such a shadow is rejected (None). `only_stored`: None rather than run anything."""
     price_key = history.content_key()
     state_version = get_model_class(name).state_version
     stored = model_registry.stored_run(generation, horizon, price_key, state_version)
     if stored is not None:
-        return _reused(stored, generation)
+        return _reused(stored, generation, (horizon, price_key, state_version))
+    if only_stored:
+        return None
     run = evaluate_and_forecast(
         name,
         history.adj_close,
@@ -137,6 +186,7 @@ def _generation_run(
         generation = fresh
     payload = run.as_dict()
     model_registry.store_run(generation, horizon, price_key, state_version, payload)
+    payload = {**payload, STORED_RUN: [generation.id, horizon, price_key, state_version]}
     payload["registry"] = {
         "generation": generation.generation,
         "warm_start": not run.trained,
@@ -174,7 +224,8 @@ def _newest_run(
     warm_start: bool = True,
     worker: str = "",
     serving: Any = None,
-) -> dict[str, Any]:
+    only_stored: bool = False,
+) -> dict[str, Any] | None:
     """Backtest and forecast one model, reusing the newest registry generation (or the
     `serving` one, whose refit then serves at once) if it fits.
 
@@ -191,7 +242,9 @@ def _newest_run(
     if previous is not None:
         stored = model_registry.stored_run(previous, horizon, price_key, state_version)
         if stored is not None:
-            return _reused(stored, previous)
+            return _reused(stored, previous, (horizon, price_key, state_version))
+    if only_stored:
+        return None
     state = model_registry.state_of(previous) if previous is not None else None
     run = evaluate_and_forecast(
         name, history.adj_close, horizon, seed=settings.MODEL_SEED, state=state
@@ -214,6 +267,7 @@ def _newest_run(
     payload = run.as_dict()
     if generation is not None and (run.trained or run.state_status == "loaded"):
         model_registry.store_run(generation, horizon, price_key, state_version, payload)
+        payload = {**payload, STORED_RUN: [generation.id, horizon, price_key, state_version]}
     payload["registry"] = {
         "generation": generation.generation if generation else None,
         "warm_start": not run.trained,
@@ -224,9 +278,9 @@ def _newest_run(
     return payload
 
 
-def _reused(stored: dict[str, Any], generation: Any) -> dict[str, Any]:
+def _reused(stored: dict[str, Any], generation: Any, key: tuple[int, str, int]) -> dict[str, Any]:
     """A stored run as this request's: nothing trained or backtested, nothing timed."""
-    payload = {**stored, **dict.fromkeys(RUN_TIMINGS, 0.0)}
+    payload = {**stored, **dict.fromkeys(RUN_TIMINGS, 0.0), STORED_RUN: [generation.id, *key]}
     payload.update(trained=False, mode="warm-start", state_status="loaded")
     payload["registry"] = {
         "generation": generation.generation,

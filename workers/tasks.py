@@ -3,7 +3,8 @@
 Header tasks of a chord never raise for expected failures: a raised error would kill the
 whole chord (Celery then skips the callback). They return `{"ok": False, "error": ...}`
 instead (`workers.parts`), so the combiner still runs and the prediction says which part
-failed and why.
+failed and why. Only a chord's header tasks keep a result (the chord's join reads it);
+every other task's outcome is the request's row, so they store none in the backend.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ def _load_request(request_id: str) -> PredictionRequest | None:
     return request
 
 
-@shared_task(bind=True, name="workers.tasks.fetch_prices", ignore_result=False)
+@shared_task(bind=True, name="workers.tasks.fetch_prices", ignore_result=True)
 def fetch_prices(self: Any, request_id: str) -> dict[str, Any] | None:
     """Coordinator: fetch and store prices, then let the strategy launch what comes next."""
     request = _load_request(request_id)
@@ -53,7 +54,7 @@ def fetch_prices(self: Any, request_id: str) -> dict[str, Any] | None:
         price_key=key, data_source=history.source, last_bar_date=history.last_bar_date
     )
     stage = clock.finish("ok", f"{len(history)} bars from {history.source}")
-    strategy_for(request.strategy).after_prices(request, key, stage)
+    strategy_for(request.strategy).after_prices(request, key, stage, coordinator=self)
     return {"ok": True, "price_key": key, "stage": stage}
 
 
@@ -70,13 +71,22 @@ def analyze_sentiment(self: Any, request_id: str, symbol: str) -> SentimentPart:
     return parts.sentiment_part(self, request_id, symbol)
 
 
-@shared_task(bind=True, name="workers.tasks.combine_results", ignore_result=False)
+@shared_task(bind=True, name="workers.tasks.combine_results", ignore_result=True)
 def combine_results(
-    self: Any, done: list[Part], request_id: str, prices_stage: StageRecord
+    self: Any,
+    done: list[Part],
+    request_id: str,
+    prices_stage: StageRecord,
+    earlier: list[Part] | None = None,
 ) -> dict[str, Any] | None:
-    """The chord's callback: the result, then the request done (or failed, with why)."""
+    """The chord's callback (or the coordinator's one message when no model had to run):
+    the result, then the request done (or failed, with why). `earlier`: the parts the
+    coordinator answered from the registry."""
     request = _load_request(request_id)
-    return None if request is None else parts.finish(self, request, done, prices_stage)
+    if request is None:
+        return None
+    return parts.finish(self, request, parts.in_model_order([*(earlier or []), *done]),
+                        prices_stage)  # fmt: skip
 
 
 @shared_task(name="workers.tasks.chord_failed")
@@ -93,14 +103,14 @@ def chord_failed(task_request: Any, exc: Exception, traceback: Any, request_id: 
     final.fail(request, f"The pipeline failed unexpectedly: {exc!r}")
 
 
-@shared_task(bind=True, name="workers.tasks.run_centralized", ignore_result=False)
+@shared_task(bind=True, name="workers.tasks.run_centralized", ignore_result=True)
 def run_centralized(self: Any, request_id: str) -> dict[str, Any] | None:
     """The `centralized` strategy: every stage of the pipeline in this one task."""
     request = _load_request(request_id)
     return None if request is None else centralized.run(self, request)
 
 
-@shared_task(bind=True, name="workers.tasks.cascade_decide", ignore_result=False)
+@shared_task(bind=True, name="workers.tasks.cascade_decide", ignore_result=True)
 def cascade_decide(
     self: Any, done: list[Part], request_id: str, price_key: str, prices_stage: StageRecord
 ) -> dict[str, Any] | None:
@@ -109,7 +119,7 @@ def cascade_decide(
     return None if request is None else cascade.decide(self, request, done, price_key, prices_stage)
 
 
-@shared_task(bind=True, name="workers.tasks.cascade_finish", ignore_result=False)
+@shared_task(bind=True, name="workers.tasks.cascade_finish", ignore_result=True)
 def cascade_finish(
     self: Any,
     done: list[Part],

@@ -37,6 +37,7 @@ ROLES = {
     "streams": "QUEUE_REDIS_URL",
 }
 SYMBOL, HORIZON = "AAPL", 3
+CELERY_RESULTS = ("celery-task-meta-", "celery-taskset-meta-")  # tasks' results, chords'
 
 
 @pytest.fixture
@@ -128,9 +129,10 @@ def test_each_role_of_redis_holds_only_its_own_keys(servers):
     # The broker: Celery's queues and bindings, and of ours only the epoch marker.
     assert {"_kombu.binding.io", "_kombu.binding.cpu"} <= broker
     assert EPOCH_KEY in broker and not ours(broker)
-    assert not any(key.startswith("celery-task-meta-") for key in broker)
-    # The result backend: the tasks' results, nothing of the broker's or ours.
-    assert any(key.startswith("celery-task-meta-") for key in results)
+    assert not any(key.startswith(CELERY_RESULTS) for key in broker)
+    # The result backend: the models' chord (its join, then its done marker), nothing of
+    # the broker's or ours.
+    assert any(key.startswith("celery-taskset-meta-") for key in results)
     assert not ours(results) and not any(key.startswith("_kombu") for key in results)
     # Our own Redis: admission, the answer's version, the progress, the heartbeats and the
     # queue waits the workers record (the queues themselves are the broker's).
@@ -143,12 +145,12 @@ def test_each_role_of_redis_holds_only_its_own_keys(servers):
         "stockserve:queue-waits:cpu",
     } <= own
     assert any(key.startswith(DRAINED_PREFIX) for key in own)  # admission's release
-    assert not any(key.startswith(("_kombu", "celery-task-meta-")) for key in own)
+    assert not any(key.startswith(("_kombu", *CELERY_RESULTS)) for key in own)
     assert EPOCH_KEY not in own
     # The streams' Redis: the client-facing streams and the answer, nothing else of ours.
     assert {protocol.INPUT_STREAM, protocol.OUTPUT_STREAM} <= streams
     assert protocol.ANSWER_PREFIX + "split-1" in streams
-    assert not any(key.startswith(("_kombu", "celery-task-meta-")) for key in streams)
+    assert not any(key.startswith(("_kombu", *CELERY_RESULTS)) for key in streams)
     for role in ("broker", "results", "own"):
         assert not {protocol.INPUT_STREAM, protocol.OUTPUT_STREAM} & keys(servers[role])
 

@@ -92,12 +92,13 @@ class Relay:
         await follow_channel(redis, EVENTS_CHANNEL, fold, stop, subscribed=self.ready)
 
     def _fold(self, data: bytes) -> None:
-        """One event into the window; a malformed one is logged and dropped, never the
-        subscription's end."""
+        """One event (or a list of stage records published together) into the window; a
+        malformed one is logged and dropped, never the subscription's end."""
         try:
             event = json.loads(data)
-            if isinstance(event, dict):
-                self.window.add(event)
+            for each in event if isinstance(event, list) else [event]:
+                if isinstance(each, dict):
+                    self.window.add(each)
         except Exception:
             log.warning("relay dropped a malformed event: %r", data[:200], exc_info=True)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from celery import Task
+
 from predictions.models import PredictionRequest
 from predictions.results import StageRecord
 
@@ -12,7 +14,12 @@ class Strategy:
     name: str = ""
 
     def after_prices(
-        self, request: PredictionRequest, price_key: str, prices_stage: StageRecord
+        self,
+        request: PredictionRequest,
+        price_key: str,
+        prices_stage: StageRecord,
+        coordinator: Task | None = None,
     ) -> None:
-        """Continue once the coordinator stored the prices (coordinator-based strategies)."""
+        """Continue once the coordinator (the prices task) stored the prices. Without a
+        coordinator task (a benchmark calling this directly) every stage gets a task."""
         raise NotImplementedError(f"{self.name} does not use the price coordinator")

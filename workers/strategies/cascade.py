@@ -16,7 +16,7 @@ from typing import Any
 from celery import Task, chord
 from django.conf import settings
 
-from predictions import price_store
+from predictions import price_store, results
 from predictions.forecasting.base import ForecastError
 from predictions.forecasting.catalog import model_info
 from predictions.forecasting.combine import combine
@@ -101,7 +101,11 @@ class CascadeStrategy(Strategy):
     name = "cascade"
 
     def after_prices(
-        self, request: PredictionRequest, price_key: str, prices_stage: StageRecord
+        self,
+        request: PredictionRequest,
+        price_key: str,
+        prices_stage: StageRecord,
+        coordinator: Task | None = None,
     ) -> None:
         cheap, _ = split_models(list(settings.PREDICTION_MODELS))
         header = [signatures.model_task(request, name, price_key) for name in cheap]
@@ -124,7 +128,7 @@ def decide(
     _, deep = split_models(list(settings.PREDICTION_MODELS))
     history = price_store.load(price_key)
     decision = judge(
-        [dict(part) for part in cheap_parts if "model" in part],
+        results.with_bulk([part for part in cheap_parts if "model" in part]),
         deep,
         float(history.adj_close[-1]),
         request.horizon,

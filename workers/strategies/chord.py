@@ -1,20 +1,28 @@
-"""`chord`: the coordinator fetches prices, then one flat chord of every model + sentiment.
+"""`chord`: the coordinator fetches prices, then one flat chord of the models + sentiment.
 
     fetch_prices (io)  ->  chord([run_model x N (cpu|gpu), analyze_sentiment (io)],
                                  combine_results (cpu))
 
 The coordinator launches the chord itself instead of nesting canvases: nested chords,
 chains as chord bodies and chords inside chains have a long history of Celery bugs.
+
+A model whose answering generation already ran on these prices (a run kept in the
+registry) is a lookup, not work: the coordinator answers it itself and the chord holds
+only the models that must run. When none must, there is no chord: the coordinator takes
+the sentiment too and sends the combiner its one message. A warm request then costs the
+broker, the result backend and the workers two tasks instead of N + 3 (docs/scaling.md).
 """
 
 from __future__ import annotations
 
-from celery import chord
+from celery import Task, chord
 from django.conf import settings
 
+from predictions import price_store, progress
 from predictions.models import PredictionRequest
-from predictions.results import StageRecord
+from predictions.results import Part, StageRecord
 from serving import signatures
+from workers import parts
 from workers.strategies.base import Strategy
 
 
@@ -22,11 +30,38 @@ class ChordStrategy(Strategy):
     name = "chord"
 
     def after_prices(
-        self, request: PredictionRequest, price_key: str, prices_stage: StageRecord
+        self,
+        request: PredictionRequest,
+        price_key: str,
+        prices_stage: StageRecord,
+        coordinator: Task | None = None,
     ) -> None:
-        header = [
-            signatures.model_task(request, name, price_key) for name in settings.PREDICTION_MODELS
-        ]
+        answered = stored_parts(coordinator, request, price_key) if coordinator else []
+        done = {part["model"] for part in answered}
+        to_run = [name for name in settings.PREDICTION_MODELS if name not in done]
+        if not to_run and coordinator is not None:
+            answered.append(parts.sentiment_part(coordinator, str(request.id), request.symbol))
+            progress.record_stages(str(request.id), [p["stage"] for p in answered[:-1]])
+            body = signatures.callback(signatures.COMBINE_RESULTS, request,
+                                       prices_stage=prices_stage)  # fmt: skip
+            body.apply_async(args=(answered,))
+            return
+        progress.record_stages(str(request.id), [part["stage"] for part in answered])
+        header = [signatures.model_task(request, name, price_key) for name in to_run]
         header.append(signatures.analyze_sentiment(request))
-        body = signatures.callback(signatures.COMBINE_RESULTS, request, prices_stage=prices_stage)
+        body = signatures.callback(
+            signatures.COMBINE_RESULTS, request, prices_stage=prices_stage, earlier=answered
+        )
         chord(header)(body)
+
+
+def stored_parts(coordinator: Task, request: PredictionRequest, price_key: str) -> list[Part]:
+    """The parts of the models the registry already answers for these prices."""
+    history = price_store.load(price_key)
+    found = (
+        parts.stored_model_part(
+            coordinator, str(request.id), name, history, request.horizon, request.warm_start
+        )  # fmt: skip
+        for name in settings.PREDICTION_MODELS
+    )
+    return [part for part in found if part is not None]

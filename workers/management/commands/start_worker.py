@@ -92,7 +92,6 @@ class Command(BaseCommand):
             *recycling(options["max_memory_per_child"], options["max_tasks_per_child"]),
             "-l",
             options["loglevel"],
-            "-E",
         ]
         if options["beat"]:
             argv += ["-B", "-s", str(settings.VAR_DIR / "celerybeat-schedule")]
