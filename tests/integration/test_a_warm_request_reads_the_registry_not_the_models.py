@@ -1,0 +1,43 @@
+"""A fresh run on unchanged prices is a lookup: the coordinator answers every model from
+the registry and sends the combiner one message, and the answer is the cold run's."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.support.api import submit_and_wait
+
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration]
+
+
+def stages_by_name(prediction: dict) -> dict[str, dict]:
+    return {stage["stage"]: stage for stage in prediction["result"]["stages"]}
+
+
+def test_a_warm_request_is_answered_by_the_coordinator_and_the_combiner(
+    staff_api_client, celery_worker
+):
+    _, cold = submit_and_wait(staff_api_client, symbol="IBM", horizon=4, use_cache=False)
+    _, warm = submit_and_wait(staff_api_client, symbol="IBM", horizon=4, use_cache=False)
+    assert cold["status"] == warm["status"] == "done", (cold["error"], warm["error"])
+
+    cold_models = {m["model"]: m for m in cold["result"]["models"]}
+    warm_models = {m["model"]: m for m in warm["result"]["models"]}
+    assert list(warm_models) == list(cold_models)  # the configured order, either way
+    for name, model in warm_models.items():
+        assert model["forecast"] == cold_models[name]["forecast"]
+        assert model["registry"]["run"] == "stored"
+        assert "residuals" not in model and "stored_run" not in model
+    # The band needs every model's residuals: read back from the registry, the same band.
+    assert warm["result"]["combined"]["interval"] == cold["result"]["combined"]["interval"]
+    assert warm["result"]["combined"]["forecast"] == cold["result"]["combined"]["forecast"]
+
+    cold_stages, warm_stages = stages_by_name(cold), stages_by_name(warm)
+    assert set(warm_stages) == set(cold_stages)  # the waterfall still shows every stage
+    assert {cold_stages[f"model:{name}"]["queue"] for name in cold_models} == {"cpu"}
+    for name in warm_models:
+        stage = warm_stages[f"model:{name}"]
+        assert stage["queue"] == warm_stages["prices"]["queue"] == "io"
+        assert stage["detail"] == "the registry's stored run"
+    assert warm_stages["sentiment"]["queue"] == "io"
+    assert warm_stages["combine"]["queue"] == "cpu"
