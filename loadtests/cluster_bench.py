@@ -391,10 +391,12 @@ def table(results: dict[int, dict[str, Any]], args: argparse.Namespace) -> str:
         rate = ladder["sustainable_rate"]
         steps = ladder["steps"]
         others = [step["cores"]["others"] for step in steps]
-        text = "below the first step" if rate is None else f"{rate:.3g}/s"
-        text = f">= {text} (the top)" if ladder.get("top_reached") else text
         if not steps:
             return "not measured"
+        text = "below the first step" if rate is None else f"{rate:.3g}/s"
+        if rate is None and ladder.get("ended") == "short":
+            text = "no step counted"
+        text = f">= {text} (the top)" if ladder.get("top_reached") else text
         short = sum(step["short"] for step in steps)
         marks = f"others {sum(others) / len(others):.1f}" + (f", {short} short" if short else "")
         return f"{text} [{marks}]"
@@ -403,11 +405,11 @@ def table(results: dict[int, dict[str, Any]], args: argparse.Namespace) -> str:
         f"models {args.models}; objective p95 <= {args.objective_cold:g} s cold, "
         f"<= {args.objective_warm:g} s warm (misses count), failures <= {args.max_failures:.0%}",
         f"hosts: {host_share(args)}",
-        f"{'':10}{'cold':>40}{'warm':>40}",
+        f"{'':10}{'cold':>46}{'warm':>46}",
     ]
     for k, kinds in results.items():
         cells = [cell(kinds[kind]) if kind in kinds else "-" for kind in KINDS]
-        lines.append(f"{f'k = {k}':10}" + "".join(f"{c:>40}" for c in cells))
+        lines.append(f"{f'k = {k}':10}" + "".join(f"{c:>46}" for c in cells))
     for name, by_kind in ratios(results).items():
         k = int(name[1 : name.index("/")])
         cells = [
@@ -415,7 +417,7 @@ def table(results: dict[int, dict[str, Any]], args: argparse.Namespace) -> str:
             if kind in results[k] else "-"
             for kind in KINDS
         ]  # fmt: skip
-        lines.append(f"{name:10}" + "".join(f"{c:>40}" for c in cells))
+        lines.append(f"{name:10}" + "".join(f"{c:>46}" for c in cells))
     goals = ", ".join(f"k = {k} >= {goal:g}x" for k, goal in GOALS.items())
     lines += [
         f"goals over k = 1's rate: {goals}. Each rate is read to one step of the ladder "
@@ -432,6 +434,16 @@ def host_share(args: argparse.Namespace) -> str:
     quota = cpu_quota.quota_us(args.host_cores, period_us(args))
     return (
         f"{args.host_cores:g} of a core each (CPU cgroup quota {quota} us per {period_us(args)} us)"
+    )
+
+
+def share_text(share: dict[str, Any]) -> str:
+    """A host's share in words, from what the isolation reports."""
+    if share["isolation"] == "pinned":
+        return f"core {share['core']} (taskset -a)"
+    return (
+        f"{share['cores']:g} of a core ({share['quota_us']} us per {share['period_us']} us, "
+        f"cgroup v{share['cgroup_version']} {', '.join(share['cgroups'])})"
     )
 
 
@@ -544,7 +556,7 @@ def run(cluster: Cluster, args: argparse.Namespace, report: dict[str, Any]) -> N
             share = cluster.isolation.describe(name)
             report["hosts"][name] = {**share, "processes": {str(p): n for p, n in procs.items()}}
             listed = ", ".join(f"{n} {pid}" for pid, n in procs.items())
-            print(f"{name} confined to {share}: {listed}")
+            print(f"{name} confined to {share_text(share)}: {listed}")
         results = report["results"][k] = {}
         for kind in KINDS:
             for host in cluster.added:  # what forked since is still in its share

@@ -230,7 +230,8 @@ def test_throttling_per_step_is_the_share_of_periods_and_the_wait_per_second():
 def ladder_entry(rate: float | None, passed_top: bool = False, short: int = 0) -> dict:
     cores = {"others": 0.1}
     steps = [{"cores": cores, "short": False}] + [{"cores": cores, "short": True}] * short
-    return {"sustainable_rate": rate, "top_reached": passed_top, "steps": steps}
+    ended = "top" if passed_top else "short" if short else "failed"
+    return {"sustainable_rate": rate, "top_reached": passed_top, "ended": ended, "steps": steps}
 
 
 def test_the_report_holds_k2_and_k4_against_their_goals():
@@ -251,3 +252,16 @@ def test_the_report_holds_k2_and_k4_against_their_goals():
     assert "1.95x (met)" in text and "1.5x (NOT met)" in text
     assert ">= 3.7x (met)" in text  # k = 4's ladder passed its top: a lower bound
     assert "1 short" in text and "quota 3000 us per 10000 us" in text
+
+
+def test_a_ladder_whose_every_step_was_short_reads_as_no_step_counted():
+    entry = ladder_entry(None, short=2)
+    entry["steps"] = entry["steps"][1:]
+    args = argparse.Namespace(models="naive", objective_cold=5.0, objective_warm=1.0,
+                              max_failures=0.05, isolation="pinned", factor=1.1,
+                              short_margin=0.1)  # fmt: skip
+
+    text = table({1: {"cold": entry}}, args)
+
+    assert "no step counted [others 0.1, 2 short]" in text
+    assert "below the first step" not in text
