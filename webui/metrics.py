@@ -32,6 +32,7 @@ from webui.events import system
 
 class StockserveCollector(Collector):
     def collect(self) -> Iterator[Metric]:
+        event_metrics.flush()  # this process's own pending counts; others' are due within 1 s
         snap = event_metrics.parse(get_redis().hgetall(event_metrics.METRICS_KEY))
         yield from self._latency(snap)
         yield from self._stages(snap)

@@ -32,7 +32,7 @@ from celery.worker import state as worker_state
 from django.conf import settings
 from django.db import close_old_connections
 
-from predictions import log_context
+from predictions import event_metrics, log_context
 from serving import presence, queue_wait
 from workers import process_warmup
 
@@ -112,6 +112,7 @@ def prepare_pool_process(**kwargs: Any) -> None:
 @worker_process_shutdown.connect
 def forget_pool_process(**kwargs: Any) -> None:
     presence.forget_process()
+    event_metrics.flush()  # a pool process ends without running atexit
 
 
 @task_postrun.connect

@@ -12,6 +12,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from predictions import event_metrics, progress
 from predictions.event_metrics import METRICS_KEY
 from predictions.redis_client import broker_redis, get_redis
+from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.django_db
 
@@ -55,6 +56,7 @@ def stage(name: str, queue: str, ms: float, outcome: str = "ok") -> dict:
 
 
 def test_it_exposes_latency_stage_durations_cache_and_errors(client):
+    event_metrics.flush()  # earlier tests' counts, not this one's
     get_redis().delete(METRICS_KEY)
     slow = fake_request(created_seconds_ago=3.0)
     progress.publish_request("submitted", slow)
@@ -124,3 +126,24 @@ def test_only_get_is_answered(client):
     response = client.post("/metrics")
     assert response.status_code == 405
     assert response.json()["status"] == 405
+
+
+def test_a_process_sends_its_counts_summed_once_a_second_and_the_tail_by_itself():
+    event_metrics.flush()
+    get_redis().delete(METRICS_KEY)
+    commands_before = hincrby_calls()
+    for _ in range(50):  # fifty events within the second: counted here, not sent yet
+        progress.record_stage("r", stage("model:naive", "cpu", 5.0))
+    sent = get_redis().hgetall(METRICS_KEY)
+    assert sent == {} or int(sent[b"stage|model:naive|cpu|0"]) < 50
+    # No further event comes: the timer sends the rest, one command per field.
+    eventually(lambda: stage_count("model:naive") == 50, 5, "the tail sent by the timer")
+    assert hincrby_calls() - commands_before <= 2  # the bucket, at most twice: not 50
+
+
+def hincrby_calls() -> int:
+    return int(get_redis().info("commandstats").get("cmdstat_hincrby", {}).get("calls", 0))
+
+
+def stage_count(stage_name: str) -> int:
+    return int(get_redis().hget(METRICS_KEY, f"stage|{stage_name}|cpu|0") or 0)  # <= 5 ms
