@@ -75,9 +75,15 @@ def stored_model_part(
 
 
 def sentiment_part(
-    task: Task, request_id: str, symbol: str, on_time_limit: OnTimeLimit = "report"
+    task: Task,
+    request_id: str,
+    symbol: str,
+    on_time_limit: OnTimeLimit = "report",
+    on_its_way: bool = False,
 ) -> SentimentPart:
-    clock = StageClock(task, "sentiment", request_id)
+    """`on_its_way`: the coordinator takes it after its lookups and publishes its record
+    with theirs."""
+    clock = StageClock(task, "sentiment", request_id, touch=not on_its_way)
     outcome: dict[str, Any]
     try:
         outcome = {"kind": "sentiment", "ok": True, "sentiment": stages.sentiment(symbol)}
@@ -88,7 +94,9 @@ def sentiment_part(
     except Exception as exc:  # a missing sentiment must not lose the prediction
         log.exception("sentiment failed for %s", request_id)
         outcome = {"kind": "sentiment", "ok": False, "error": f"sentiment unavailable: {exc}"}
-    outcome["stage"] = clock.finish("ok" if outcome["ok"] else "error", outcome.get("error"))
+    outcome["stage"] = clock.finish(
+        "ok" if outcome["ok"] else "error", outcome.get("error"), publish=not on_its_way
+    )
     return outcome  # type: ignore[return-value]
 
 

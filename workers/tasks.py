@@ -53,7 +53,8 @@ def fetch_prices(self: Any, request_id: str) -> dict[str, Any] | None:
     PredictionRequest.objects.filter(id=request_id).update(
         price_key=key, data_source=history.source, last_bar_date=history.last_bar_date
     )
-    stage = clock.finish("ok", f"{len(history)} bars from {history.source}")
+    # Published by the strategy, with the stages it answers on its way (one event).
+    stage = clock.finish("ok", f"{len(history)} bars from {history.source}", publish=False)
     strategy_for(request.strategy).after_prices(request, key, stage, coordinator=self)
     return {"ok": True, "price_key": key, "stage": stage}
 

@@ -20,6 +20,8 @@ class Strategy:
         prices_stage: StageRecord,
         coordinator: Task | None = None,
     ) -> None:
-        """Continue once the coordinator (the prices task) stored the prices. Without a
-        coordinator task (a benchmark calling this directly) every stage gets a task."""
+        """Continue once the coordinator (the prices task) stored the prices; publish
+        `prices_stage`'s record (with any the coordinator adds on its way: one event).
+        Without a coordinator task (a benchmark calling this directly) every stage gets a
+        task."""
         raise NotImplementedError(f"{self.name} does not use the price coordinator")

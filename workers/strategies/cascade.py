@@ -16,7 +16,7 @@ from typing import Any
 from celery import Task, chord
 from django.conf import settings
 
-from predictions import price_store, results
+from predictions import price_store, progress, results
 from predictions.forecasting.base import ForecastError
 from predictions.forecasting.catalog import model_info
 from predictions.forecasting.combine import combine
@@ -107,6 +107,7 @@ class CascadeStrategy(Strategy):
         prices_stage: StageRecord,
         coordinator: Task | None = None,
     ) -> None:
+        progress.record_stage(str(request.id), dict(prices_stage))
         cheap, _ = split_models(list(settings.PREDICTION_MODELS))
         header = [signatures.model_task(request, name, price_key) for name in cheap]
         header.append(signatures.analyze_sentiment(request))

@@ -36,17 +36,22 @@ class ChordStrategy(Strategy):
         prices_stage: StageRecord,
         coordinator: Task | None = None,
     ) -> None:
+        request_id = str(request.id)
         answered = stored_parts(coordinator, request, price_key) if coordinator else []
         done = {part["model"] for part in answered}
         to_run = [name for name in settings.PREDICTION_MODELS if name not in done]
         if not to_run and coordinator is not None:
-            answered.append(parts.sentiment_part(coordinator, str(request.id), request.symbol))
-            progress.record_stages(str(request.id), [p["stage"] for p in answered[:-1]])
+            answered.append(
+                parts.sentiment_part(coordinator, request_id, request.symbol, on_its_way=True)
+            )
+            stages = [prices_stage, *(part["stage"] for part in answered)]
+            progress.record_stages(request_id, [dict(stage) for stage in stages])
             body = signatures.callback(signatures.COMBINE_RESULTS, request,
                                        prices_stage=prices_stage)  # fmt: skip
             body.apply_async(args=(answered,))
             return
-        progress.record_stages(str(request.id), [part["stage"] for part in answered])
+        stages = [prices_stage, *(part["stage"] for part in answered)]
+        progress.record_stages(request_id, [dict(stage) for stage in stages])
         header = [signatures.model_task(request, name, price_key) for name in to_run]
         header.append(signatures.analyze_sentiment(request))
         body = signatures.callback(
