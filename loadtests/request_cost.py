@@ -23,6 +23,11 @@ own counters and `pgbench` say the same of the database (the PostgreSQL part bel
 
     python -m loadtests.request_cost [--n 40] [--models naive,ridge,arima]
         [--database postgres [--pgbench-clients 1,4,16] [--pgbench-seconds 15]]
+    python -m loadtests.request_cost --running http://127.0.0.1:8000 --redis-url URL
+        [--n 12] [--token TOKEN]      # warm requests on a stack already running
+
+Every figure has Redis's idle rate (its cron, heartbeats, the relay's reads; measured for
+5 s before the first step) taken off, so it does not grow with a step's length.
 """
 
 from __future__ import annotations
@@ -40,7 +45,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import psycopg
 import redis
@@ -64,6 +69,7 @@ TABLES = (
     "predictions_pricesnapshot",  # prices read: once per symbol (and price refresh)
 )
 SYMBOLS = ("AAPL", "MSFT", "IBM", "GOOG", "^GSPC", "^IXIC")
+HTTP = requests.Session()  # `--token`: every request as that API user
 
 
 def redis_counters(client: redis.Redis) -> dict[str, float]:
@@ -103,7 +109,7 @@ def wait_final(
             until = time.monotonic() + 5.0
             while (left := until - time.monotonic()) > 0 and not pubsub.get_message(timeout=left):
                 pass  # the subscription's confirmation, or nothing yet
-            body = requests.get(f"{base}/api/v1/predictions/{rid}/", timeout=30).json()
+            body = HTTP.get(f"{base}/api/v1/predictions/{rid}/", timeout=30).json()
             reads += 1
             if body["status"] in ("done", "failed"):
                 return reads, body
@@ -121,11 +127,18 @@ class Sent:
     trained: int = 0
 
 
-def send(stack: Deployment, kind: str, i: int, horizon: int, read_id: str) -> Sent:
+class Target(Protocol):
+    """Where requests go: a private deployment, or a stack already running."""
+
+    base_url: str
+    redis_url: str
+
+
+def send(stack: Target, kind: str, i: int, horizon: int, read_id: str) -> Sent:
     """One request of `kind`, answered before it returns."""
     api = f"{stack.base_url}/api/v1/predictions/"
     if kind == "status read":
-        response = requests.get(f"{api}{read_id}/", timeout=60)
+        response = HTTP.get(f"{api}{read_id}/", timeout=60)
         if response.status_code != 200:
             raise RuntimeError(f"a status read failed: {response.status_code}")
         return Sent(reads=1)
@@ -134,7 +147,7 @@ def send(stack: Deployment, kind: str, i: int, horizon: int, read_id: str) -> Se
         body["use_cache"] = False
     if kind == "cold":
         body["warm_start"] = False
-    response = requests.post(api, json=body, timeout=60)
+    response = HTTP.post(api, json=body, timeout=60)
     if kind == "cached":
         if response.status_code != 200:
             raise RuntimeError(f"a cached answer was expected, got {response.status_code}")
@@ -145,6 +158,27 @@ def send(stack: Deployment, kind: str, i: int, horizon: int, read_id: str) -> Se
     return Sent(reads, runs, trained)
 
 
+def idle_rates(redis_url: str, seconds: float = 5.0) -> dict[str, float]:
+    """What Redis's counters grow by per second with no request sent (its own cron, the
+    workers' heartbeats, the relay's reads): taken off each step's figures, so a request's
+    cost does not depend on how long its step took."""
+    client = redis.Redis.from_url(redis_url)
+    before, began = redis_counters(client), time.monotonic()
+    time.sleep(seconds)  # a benchmark's idle window: nothing to wait for but the time
+    after, seconds = redis_counters(client), time.monotonic() - began
+    return {k: max(0.0, (after[k] - before.get(k, 0.0)) / seconds) for k in after}
+
+
+def without_idle(
+    before: Mapping[str, float], after: Mapping[str, float], idle: Mapping[str, float],
+    seconds: float, n: int,
+) -> dict[str, float]:  # fmt: skip
+    """Each counter's growth over a step, less what it grows by idle, per request."""
+    return {
+        k: max(0.0, after[k] - before.get(k, 0.0) - idle.get(k, 0.0) * seconds) / n for k in after
+    }
+
+
 def measure(
     stack: Deployment,
     kind: str,
@@ -152,6 +186,7 @@ def measure(
     horizon: int,
     meter: Meter | None = None,
     read_id: str = "",
+    idle: Mapping[str, float] | None = None,
 ) -> dict[str, Any]:
     """Send `n` requests of one kind and return the per-request differences."""
     client = redis.Redis.from_url(stack.redis_url)
@@ -167,9 +202,10 @@ def measure(
     seconds = time.monotonic() - started
     time.sleep(1.0)  # counters of the last request's trailing writes (relay, heartbeats)
     after = redis_counters(client)
+    window = time.monotonic() - started
     pg_after = meter.settled() if meter else None
     rows_after = rows()
-    delta = {k: (after.get(k, 0.0) - before.get(k, 0.0)) / n for k in after}
+    delta = without_idle(before, after, idle or {}, window, n)
     commands = {k.removeprefix("cmd:"): v for k, v in delta.items() if k.startswith("cmd:") and v}
     row: dict[str, Any] = {
         "kind": kind,
@@ -181,7 +217,7 @@ def measure(
             sum(s.trained for s in sent), sum(s.model_runs for s in sent)
         ),
         "redis_commands": round(sum(commands.values()), 1),
-        "top_commands": dict(Counter(commands).most_common(8)),
+        "top_commands": {k: round(v, 2) for k, v in Counter(commands).most_common(12)},
         "broker_publishes": round(commands.get("lpush", 0.0), 1),
         "redis_bytes_in": round(delta["bytes_in"]),
         "redis_bytes_out": round(delta["bytes_out"]),
@@ -235,6 +271,12 @@ def report(rows: list[dict[str, Any]], results: dict[str, Any], args: argparse.N
             f"| {row['redis_bytes_in']:,} / {row['redis_bytes_out']:,} | {row['redis_cpu_ms']} "
             f"| {written:g} | {by_cpu} | {serves} |"
         )
+    idle = results.get("redis_idle_per_second") or {}
+    if idle:
+        lines += ["", f"Taken off every figure, what Redis does idle (per second): "
+                  f"{sum(v for k, v in idle.items() if k.startswith('cmd:')):.1f} commands, "
+                  f"{idle['bytes_in']:,.0f} B in, {idle['bytes_out']:,.0f} B out, "
+                  f"{1000 * idle['cpu_s']:.2f} ms of CPU."]  # fmt: skip
     lines += ["", "Most used commands per request:", ""]
     for row in rows:
         top = ", ".join(f"{k} {v:g}" for k, v in row["top_commands"].items())
@@ -252,7 +294,7 @@ def fill_caches(stack: Deployment, horizon: int) -> str:
     api = f"{stack.base_url}/api/v1/predictions/"
     ids = []
     for symbol in SYMBOLS:
-        response = requests.post(api, json={"symbol": symbol, "horizon": horizon}, timeout=60)
+        response = HTTP.post(api, json={"symbol": symbol, "horizon": horizon}, timeout=60)
         ids.append(response.json()["id"])
         if response.status_code == 202:
             wait_final(stack.redis_url, stack.base_url, ids[-1])
@@ -944,6 +986,40 @@ def report_lines(rows: list[dict[str, Any]], bench: dict[str, Any]) -> list[str]
     return lines
 
 
+@dataclass
+class RunningStack:
+    base_url: str
+    redis_url: str
+
+
+def measure_running(args: argparse.Namespace) -> int:
+    """Warm pipeline requests on a stack already running (`make run`'s, with its models
+    and clock): a round of unmeasured ones first (each symbol's first may train or store),
+    Redis's idle rate, then `--n` measured one at a time, the idle rate taken off."""
+    if args.token:
+        HTTP.headers["Authorization"] = f"Token {args.token}"
+    stack = RunningStack(args.running.rstrip("/"), args.redis_url)
+    for i in range(len(SYMBOLS)):
+        send(stack, "warm", i, args.horizon, "")
+    idle = idle_rates(stack.redis_url)
+    client = redis.Redis.from_url(stack.redis_url)
+    before, started = redis_counters(client), time.monotonic()
+    sent = [send(stack, "warm", i, args.horizon, "") for i in range(args.n)]
+    time.sleep(1.0)  # the last request's trailing writes
+    after = redis_counters(client)
+    delta = without_idle(before, after, idle, time.monotonic() - started, args.n)
+    commands = {k.removeprefix("cmd:"): v for k, v in delta.items() if k.startswith("cmd:") and v}
+    trained = fraction(sum(s.trained for s in sent), sum(s.model_runs for s in sent))
+    top = ", ".join(f"{k} {v:.2f}" for k, v in Counter(commands).most_common(12))
+    print(f"{args.n} warm pipeline requests on {stack.base_url} (Redis {stack.redis_url}), "
+          f"idle rate taken off; model runs trained: {share(trained)}")  # fmt: skip
+    print(f"per request: {sum(commands.values()):.1f} Redis commands, "
+          f"{delta['bytes_in']:,.0f} B in, {delta['bytes_out']:,.0f} B out, "
+          f"{1000 * delta['cpu_s']:.2f} ms of Redis CPU")  # fmt: skip
+    print(f"most used: {top}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=40, help="cached requests (a fifth for runs)")
@@ -957,7 +1033,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--pgbench-clients", default="1,4,16", help="one pgbench run each")
     parser.add_argument("--pgbench-seconds", type=int, default=15)
+    parser.add_argument(
+        "--running", metavar="URL", help="warm requests on this running stack (make run's)"
+    )
+    parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/0", help="--running's")
+    parser.add_argument("--token", help="--running: an API token (make token USER=...)")
     args = parser.parse_args(argv)
+    if args.running:
+        return measure_running(args)
     workdir = Path(tempfile.mkdtemp(prefix="stockserve-request-cost-"))
     sup = Supervisor(restart=False, pid_log=workdir / "pids.log")
     pg = postgres_cluster() if args.database == "postgres" else None
@@ -979,11 +1062,14 @@ def main(argv: list[str] | None = None) -> int:
             stack.start(template)
             meter = Meter(pg) if pg else None
             runs = max(2, args.n // 5)
-            rows.append(measure(stack, "cold", runs, args.horizon, meter))  # fills the caches
-            rows.append(measure(stack, "warm", runs, args.horizon, meter))
+            idle = results["redis_idle_per_second"] = idle_rates(stack.redis_url)
+            rows.append(measure(stack, "cold", runs, args.horizon, meter, idle=idle))
+            rows.append(measure(stack, "warm", runs, args.horizon, meter, idle=idle))
             read_id = fill_caches(stack, args.horizon)
-            rows.append(measure(stack, "cached", args.n, args.horizon, meter))
-            rows.append(measure(stack, "status read", args.n, args.horizon, meter, read_id))
+            rows.append(measure(stack, "cached", args.n, args.horizon, meter, idle=idle))
+            rows.append(
+                measure(stack, "status read", args.n, args.horizon, meter, read_id, idle=idle)
+            )
             results["redis_benchmark"] = redis_capacity(stack.redis_port)
             stack.stop()  # pgbench alone on the machine
             if pg and meter:

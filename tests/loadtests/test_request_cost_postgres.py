@@ -1,5 +1,6 @@
-"""PostgreSQL's request cost is counter arithmetic (growth over a window, per request) and
-a pgbench script with the service's transactions: pure, so checked here without a server."""
+"""A request's cost is counter arithmetic (growth over a window, less the idle rate, per
+request) and, for PostgreSQL, a pgbench script with the service's transactions: pure, so
+checked here without a server."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from loadtests.request_cost import (
     pgbench_tps,
     short,
     statement_deltas,
+    without_idle,
     write_commits,
 )
 
@@ -154,3 +156,12 @@ def test_a_generation_promoted_without_an_event_writes_none():
     assert script.count("INSERT INTO predictions_generationevent") == 1
     assert script.count("INSERT INTO predictions_storedrun") == 2
     assert write_commits(script) == 3 + 3 + 2 + 1
+
+
+def test_a_steps_redis_figures_have_the_idle_rate_taken_off():
+    before = {"cmd:get": 10.0, "cpu_s": 1.0, "bytes_in": 100.0}
+    after = {"cmd:get": 40.0, "cpu_s": 1.5, "bytes_in": 700.0}
+    idle = {"cmd:get": 2.0, "cpu_s": 0.05, "bytes_in": 20.0}  # per second
+    per_request = without_idle(before, after, idle, seconds=5.0, n=4)
+    assert per_request == {"cmd:get": 5.0, "cpu_s": pytest.approx(0.0625), "bytes_in": 125.0}
+    assert without_idle(before, before, idle, 5.0, 4)["cmd:get"] == 0.0  # never < 0
