@@ -14,22 +14,33 @@ Everything else goes on to Django, which validates and explains errors, enforces
 browser sessions, joins identical requests in flight and queues new ones. A miss gives
 back the rate-limit count it took, since the full path counts again. It is the pattern
 WhiteNoise uses for static files: a WSGI wrapper around Django's application.
+
+What Django's middleware decides depends only on the host and the scheme a request names,
+so it is worked out once per (host, scheme) and kept (`Verdicts`); the script runs on a
+connection of the thread's own (`run_answer_script`). Both were most of this path's CPU
+beyond the bare view's (docs/benchmarks.md, `make bench-api`).
 """
 
 from __future__ import annotations
 
+import hashlib
 import io
 import json
+import os
+import threading
 from collections.abc import Iterable
+from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
 
 from django.conf import settings
 from django.core.exceptions import DisallowedHost
 from django.core.handlers.wsgi import WSGIRequest
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.core.signals import setting_changed
+from django.http import HttpResponse, JsonResponse
 from django.middleware.clickjacking import XFrameOptionsMiddleware
 from django.middleware.security import SecurityMiddleware
 from django.urls import reverse
+from redis.exceptions import RedisError
 
 from api import tokens
 from api.errors import STORE_ERRORS, store_down_response
@@ -37,7 +48,7 @@ from predictions import answer_cache, event_metrics
 from predictions.forecasting.base import DEFAULT_HORIZON, MAX_HORIZON
 from predictions.models import STRATEGIES
 from predictions.rate_limits import Rate, client_ident, retry_after, window_key
-from predictions.redis_client import script
+from predictions.redis_client import get_redis, script
 from predictions.symbols import InvalidSymbol, normalize_symbol
 
 if TYPE_CHECKING:
@@ -68,6 +79,7 @@ end
 for i = 5, #ARGV do redis.call('HINCRBY', KEYS[3], ARGV[i], 1) end
 return {2, body}
 """
+_ANSWER_SHA = hashlib.sha1(_ANSWER.encode()).hexdigest()
 
 
 def plain_question(body: Any) -> tuple[str, int] | None:
@@ -89,13 +101,13 @@ def plain_question(body: Any) -> tuple[str, int] | None:
         return None
 
 
-def counted_client(request: HttpRequest) -> tuple[str, str, bool] | None:
+def counted_client(environ: dict[str, Any]) -> tuple[str, str, bool] | None:
     """(throttle scope, key, is a token) for an anonymous or a token client; None: the
     full path (another scheme, a session). For a token the key is its Redis key: the
     script looks the user up there."""
-    header = request.META.get("HTTP_AUTHORIZATION")
+    header = environ.get("HTTP_AUTHORIZATION")
     if header is None:
-        return "anon", client_ident(request), False
+        return "anon", client_ident(SimpleNamespace(META=environ)), False
     scheme, _, key = header.partition(" ")
     if scheme.lower() != "token" or not key.strip():
         return None
@@ -124,13 +136,46 @@ def read_body(environ: dict[str, Any]) -> bytes | None:
     return body
 
 
-def answer(request: HttpRequest, body: bytes) -> HttpResponse | None:
-    """The stored answer (200), a rate-limit refusal (429), or None for the full path."""
+class _ThreadConnection(threading.local):
+    client: Any = None
+    connection: Any = None
+    pid = 0
+
+
+_wire = _ThreadConnection()
+
+
+def run_answer_script(keys: list[str], argv: list[str | int]) -> Any:
+    """The answer script, by EVALSHA on a Redis connection of this thread's own.
+
+    Why: redis-py's command path (the pool's lock, a poll of the socket before every
+    command, its retry and metrics wrappers) cost more CPU than the rest of the fast path.
+    Any Redis error goes the ordinary way instead, which reconnects, retries and loads
+    the script when Redis lost it.
+    """
+    client, wire = get_redis(), _wire
+    if wire.client is not client or wire.pid != os.getpid():
+        pool = client.connection_pool
+        wire.client, wire.pid = client, os.getpid()
+        wire.connection = pool.connection_class(**pool.connection_kwargs)
+    connection = wire.connection
     try:
-        question = plain_question(json.loads(body))
-    except (ValueError, RecursionError):  # not JSON, or nested too deep: Django explains
+        command = connection.pack_command("EVALSHA", _ANSWER_SHA, len(keys), *keys, *argv)
+        connection.send_packed_command(command, check_health=False)
+        return connection.read_response()
+    except RedisError:
+        connection.disconnect()
+        return script(_ANSWER)(keys, argv)
+
+
+def answer(environ: dict[str, Any], body: bytes) -> tuple[int, Any] | None:
+    """(HIT, the stored answer), (REFUSED, seconds until the window ends), or None for
+    the full path."""
+    try:
+        question = plain_question(json.loads(body.decode()))
+    except (ValueError, RecursionError):  # not JSON or UTF-8, or nested too deep: Django
         return None
-    client = question and counted_client(request)
+    client = question and counted_client(environ)
     if question is None or client is None:
         return None
     scope, who, is_token = client
@@ -142,18 +187,80 @@ def answer(request: HttpRequest, body: bytes) -> HttpResponse | None:
         counter, names = window_key(scope, who, rate), ["", ""]
     keys = [counter, answer_cache.answer_key(*question), event_metrics.METRICS_KEY]
     argv: list[str | int] = [rate.period, rate.limit, *names, *event_metrics.CACHE_HIT_FIELDS]
-    outcome = script(_ANSWER)(keys, argv)
+    outcome = run_answer_script(keys, argv)
     if outcome[0] == HIT:
-        response = HttpResponse(outcome[1], content_type="application/json")
-        response["Content-Length"] = str(len(outcome[1]))  # no chunked encoding
-        return response
+        return HIT, bytes(outcome[1])
     if outcome[0] == REFUSED:
-        wait = retry_after(outcome[1])
-        message = f"Request was throttled. Expected available in {wait} seconds."
-        response = JsonResponse({"error": message, "status": 429}, status=429)
-        response["Retry-After"] = str(wait)
-        return response
+        return REFUSED, retry_after(outcome[1])
     return None
+
+
+def refusal(wait: int) -> HttpResponse:
+    """The 429 of the full path's throttles, in the same words."""
+    message = f"Request was throttled. Expected available in {wait} seconds."
+    response = JsonResponse({"error": message, "status": 429}, status=429)
+    response["Retry-After"] = str(wait)
+    return response
+
+
+Reply = tuple[str, list[tuple[str, str]], bytes]
+# What Django's get_host and is_secure read (with SECURE_PROXY_SSL_HEADER's header): a
+# request naming the same values gets the same verdict from ALLOWED_HOSTS and the security
+# middleware.
+WHERE = (
+    "HTTP_HOST", "SERVER_NAME", "SERVER_PORT", "wsgi.url_scheme", "HTTP_X_FORWARDED_HOST",
+    "HTTP_X_FORWARDED_PORT", "HTTP_X_FORWARDED_PROTO",
+)  # fmt: skip
+
+
+def where_names() -> tuple[str, ...]:
+    proxy_header = settings.SECURE_PROXY_SSL_HEADER
+    return WHERE + (proxy_header[0],) if proxy_header else WHERE
+
+
+class Verdicts:
+    """Django's middleware verdict on a request, kept per host and scheme: None (Django
+    answers: a host not allowed, a redirect to HTTPS) or the headers it adds to a
+    response. Forgotten when a setting changes (the tests change them)."""
+
+    MOST = 64  # distinct hosts kept; a flood of made-up hosts only recomputes
+
+    def __init__(self) -> None:
+        self.security = SecurityMiddleware(lambda request: HttpResponse())
+        self.framing = XFrameOptionsMiddleware(lambda request: HttpResponse())
+        self.kept: dict[tuple[Any, ...], tuple[tuple[str, str], ...] | None] = {}
+        self.names = where_names()
+        setting_changed.connect(self.forget, weak=False)
+
+    def forget(self, **kwargs: Any) -> None:
+        self.kept, self.names = {}, where_names()
+
+    def headers(self, environ: dict[str, Any]) -> tuple[tuple[str, str], ...] | None:
+        where = tuple(environ.get(name) for name in self.names)
+        try:
+            return self.kept[where]
+        except KeyError:
+            pass
+        verdict = self.work_out(WSGIRequest(environ))
+        if len(self.kept) >= self.MOST:
+            self.kept = {}
+        self.kept[where] = verdict
+        return verdict
+
+    def work_out(self, request: WSGIRequest) -> tuple[tuple[str, str], ...] | None:
+        try:
+            request.get_host()  # ALLOWED_HOSTS, as Django checks it
+        except DisallowedHost:
+            return None  # Django answers 400
+        if self.security.process_request(request) is not None:  # e.g. redirect to HTTPS
+            return None
+        response = self.apply(request, HttpResponse(content_type="application/json"))
+        own = ("Content-Type", "Content-Length")
+        return tuple((name, value) for name, value in response.items() if name not in own)
+
+    def apply(self, request: WSGIRequest, response: HttpResponse) -> HttpResponse:
+        self.security.process_response(request, response)
+        return self.framing.process_response(request, response)
 
 
 class CachedAnswerApp:
@@ -162,9 +269,7 @@ class CachedAnswerApp:
     def __init__(self, application: WSGIApplication) -> None:
         self.application = application
         self.path = reverse("prediction-list")
-        # Django's own, for the headers (and the HTTPS redirect) every response gets.
-        self.security = SecurityMiddleware(lambda request: HttpResponse())
-        self.framing = XFrameOptionsMiddleware(lambda request: HttpResponse())
+        self.verdicts = Verdicts()  # Django's own middleware: the headers every response gets
 
     def __call__(self, environ: dict[str, Any], start_response: StartResponse) -> Iterable[bytes]:
         if (
@@ -173,26 +278,32 @@ class CachedAnswerApp:
             and wants_an_answer(environ)
         ):
             body = read_body(environ)
-            response = self._answer(WSGIRequest(environ), body) if body else None
-            if response is not None:
-                start_response(
-                    f"{response.status_code} {response.reason_phrase}", list(response.items())
-                )
-                return [response.content]
+            reply = self._answer(environ, body) if body else None
+            if reply is not None:
+                status, headers, content = reply
+                start_response(status, headers)
+                return [content]
         return self.application(environ, start_response)
 
-    def _answer(self, request: WSGIRequest, body: bytes) -> HttpResponse | None:
-        try:
-            request.get_host()  # ALLOWED_HOSTS, as Django checks it
-        except DisallowedHost:
-            return None  # Django answers 400
-        if self.security.process_request(request) is not None:  # e.g. redirect to HTTPS
+    def _answer(self, environ: dict[str, Any], body: bytes) -> Reply | None:
+        extra = self.verdicts.headers(environ)
+        if extra is None:
             return None
         try:
-            response = answer(request, body)
+            outcome = answer(environ, body)
         except STORE_ERRORS:
-            response = store_down_response()
-        if response is None:
+            return self._reply(environ, store_down_response())
+        if outcome is None:
             return None
-        self.security.process_response(request, response)
-        return self.framing.process_response(request, response)
+        kind, value = outcome
+        if kind == REFUSED:
+            return self._reply(environ, refusal(value))
+        headers = [("Content-Type", "application/json"), ("Content-Length", str(len(value)))]
+        return "200 OK", [*headers, *extra], value
+
+    def _reply(self, environ: dict[str, Any], response: HttpResponse) -> Reply:
+        """A response Django would have made, with its middleware's headers (the rare ones:
+        429 and 503)."""
+        response = self.verdicts.apply(WSGIRequest(environ), response)
+        status = f"{response.status_code} {response.reason_phrase}"
+        return status, list(response.items()), response.content

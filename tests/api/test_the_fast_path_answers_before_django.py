@@ -18,6 +18,7 @@ pytestmark = pytest.mark.django_db
 
 
 def hits() -> int:
+    event_metrics.flush()  # this process's hits from the full path, counted and not yet sent
     return int(get_redis().hget(event_metrics.METRICS_KEY, event_metrics.CACHED_FIELD) or 0)
 
 
@@ -101,3 +102,23 @@ def test_a_tokens_fast_answers_count_in_its_users_window(answered, settings):
     assert [r.status for r in fast] == [200, 200, 429]
     assert "Allow" not in fast[2].headers  # refused by the fast path, in the user's window
     assert wsgi.call("POST", URL, QUESTION).status == 200  # anonymous: another window
+
+
+def test_a_host_django_refuses_is_refused_however_often_it_comes(answered, settings):
+    for _ in range(2):  # the verdict on a host is kept: the second time too
+        assert wsgi.call("POST", URL, QUESTION, headers={"Host": "evil.example"}).status == 400
+        assert wsgi.call("POST", URL, QUESTION).status == 200
+    settings.ALLOWED_HOSTS = ["evil.example"]  # a changed setting is heeded at once
+    assert wsgi.call("POST", URL, QUESTION, headers={"Host": "evil.example"}).status == 200
+    assert wsgi.call("POST", URL, QUESTION).status == 400
+
+
+def test_it_answers_after_redis_lost_its_scripts_and_its_connections(answered):
+    assert "Allow" not in wsgi.call("POST", URL, QUESTION).headers  # this thread's connection
+    get_redis().script_flush()
+    assert "Allow" not in wsgi.call("POST", URL, QUESTION).headers
+    get_redis().client_kill_filter(_type="normal", skipme=True)
+    before = hits()
+    response = wsgi.call("POST", URL, QUESTION)
+    assert response.status == 200 and "Allow" not in response.headers
+    assert hits() == before + 1
