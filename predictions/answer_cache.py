@@ -9,6 +9,7 @@ so a render of an older prediction that races with it can never be stored over i
 
 from __future__ import annotations
 
+from collections.abc import Collection, Iterable
 from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
@@ -110,18 +111,36 @@ def newest_answer(symbol: str, horizon: int) -> PredictionRequest | None:
     return PredictionRequest.objects.answer_for(symbol, horizon, fresh_since)
 
 
-def supersede_all(version: float) -> int:
+def supersede_all(version: float, keep: Iterable[tuple[str, int]] = (), grace: int = 0) -> int:
     """A new market day: every stored answer saw older bars. Drops each one and refuses
-    renders older than `version`; how many questions it covered."""
+    renders older than `version`; how many questions it covered.
+
+    The questions in `keep` are being computed again on the new bars: their stored answers
+    stay until the new prediction replaces them (`supersede`, when it finishes), for at
+    most `grace` seconds, so askers are not all sent to the slow path while it runs."""
     get_redis().set(ALL_CHANGED_KEY, repr(version))
-    return _supersede_matching(f"{PREFIX}:*", version)
+    kept = {answer_key(symbol, horizon) for symbol, horizon in keep}
+    for key in kept:
+        _shorten(key, grace)
+    return _supersede_matching(f"{PREFIX}:*", version, skip=kept)
 
 
-def _supersede_matching(pattern: str, version: float) -> int:
+def _shorten(key: str, seconds: int) -> None:
+    """At most `seconds` more for a stored answer (a pipeline that never finishes cannot
+    keep it longer)."""
+    left = get_redis().ttl(key)
+    if left > seconds:
+        get_redis().expire(key, max(1, seconds))
+
+
+def _supersede_matching(pattern: str, version: float, skip: Collection[str] = ()) -> int:
     if not enabled():
         return 0
     superseded = 0
     for key in get_redis().scan_iter(match=pattern):
+        if text(key) in skip:
+            superseded += 1
+            continue
         _prefix, symbol, horizon = text(key).rsplit(":", 2)
         supersede(symbol, int(horizon), version)
         superseded += 1

@@ -2,9 +2,10 @@
 
 The clock (`predictions.market_clock`) says which day it is; beat's `follow_clock` task and
 an operator's clock command (API or `manage.py clock`) call `new_day_if_any`. A new day,
-replayed or live, is handled once (Redis remembers the last day seen): the stored answers
-of every question are superseded, followers hear of the new bars, the scoring task is
-queued (by name, on its own queue) and the watchlist asks again for the new bar.
+replayed or live, is handled once (Redis remembers the last day seen): the watchlist asks
+again for the new bar first, then the stored answers of every other question are
+superseded (a watched one's stays until its new prediction replaces it), followers hear of
+the new bars and the scoring task is queued (by name, on its own queue).
 """
 
 from __future__ import annotations
@@ -46,16 +47,29 @@ def new_day_if_any() -> str | None:
 
 
 def on_new_day(day: str) -> None:
-    """Answers computed on older bars stop being served; followers hear of the new bars;
-    forecasts that matured are scored; the watchlist asks again for the new bar."""
-    answer_cache.supersede_all(time.time())
+    """The watchlist's questions start on the new bars; answers computed on older bars stop
+    being served; followers hear of the new bars; forecasts that matured are scored.
+
+    The watchlist goes first, and its questions keep their stored answers until the new
+    predictions replace them (at most PREDICTION_TIMEOUT): the askers of a watched question
+    stay on the fast path while it is computed again, instead of all taking the full path
+    to join it, which at a few hundred questions a second saturated the web processes for
+    seconds after each new day (docs/benchmarks.md, `make bench-api --replay`)."""
+    version = time.time()
+    in_flight = refresh_watchlist(day)
+    answer_cache.supersede_all(version, keep=in_flight, grace=settings.PREDICTION_TIMEOUT)
     announce_bars(day)
     current_app.send_task(SCORE_FORECASTS, queue=SCORING)
+    log.info("market day %s", day)
+
+
+def refresh_watchlist(day: str) -> list[tuple[str, int]]:
+    """The watched questions now being computed on the new bars."""
     try:
-        watchlist.refresh()
+        return watchlist.refresh().in_flight
     except Exception:  # the watchlist tries again at its own beat
         log.exception("watchlist refresh on the new day %s failed", day)
-    log.info("market day %s", day)
+        return []
 
 
 def followed_symbols() -> list[str]:

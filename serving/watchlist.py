@@ -4,7 +4,8 @@ Online serving answers a question when it is asked; batch answers a list of them
 time. The watchlist (PRECOMPUTE_SYMBOLS x PRECOMPUTE_HORIZONS) is the hybrid: beat calls
 `refresh` every PRECOMPUTE_CHECK_SECONDS, and each question whose answer is missing, older
 than PRECOMPUTE_EVERY or older than the newest bar is run through the ordinary pipeline,
-so a user asking it gets a cache hit. The watchlist is a client like the others: its
+so a user asking it gets a cache hit (a new market day refreshes it at once, ahead of the
+askers: `serving.market_days`). The watchlist is a client like the others: its
 fair share of admission control (at most PRECOMPUTE_MAX_IN_FLIGHT of its own), its joins
 and its turn at the broker (`serving.signatures.priority`). It used to start nothing while any
 user's request was in flight and go at the broker's lowest priority: then two anonymous
@@ -23,6 +24,7 @@ from functools import partial
 from django.conf import settings
 from django.utils import timezone
 
+from predictions import market_clock
 from predictions.models import PredictionRequest
 from predictions.prices import PriceDataError
 from predictions.redis_client import get_redis
@@ -42,6 +44,7 @@ class Refresh:
     started: list[str] = field(default_factory=list)  # "AAPL h=5 (no answer yet)"
     fresh: int = 0
     deferred: str = ""  # why nothing more was started this time
+    in_flight: list[tuple[str, int]] = field(default_factory=list)  # started or joined
     unavailable: list[str] = field(default_factory=list)
 
 
@@ -54,6 +57,9 @@ def stale_reason(answer: PredictionRequest | None, newest_bar: Callable[[], date
     `newest_bar` is asked last: it may fetch prices."""
     if answer is None or answer.finished_at is None:
         return "no answer yet"
+    day_began = market_clock.day_began()
+    if day_began is not None and answer.finished_at < day_began:
+        return "from before the market day"
     if timezone.now() - answer.finished_at > timedelta(seconds=settings.PRECOMPUTE_EVERY):
         return f"older than {settings.PRECOMPUTE_EVERY} s"
     bar = newest_bar()
@@ -109,6 +115,7 @@ def refresh() -> Refresh:
         if isinstance(asked, gate.Unservable):
             outcome.unavailable.append(f"{symbol}: {asked.reason}")
             continue
+        outcome.in_flight.append((symbol, horizon))
         if not asked.joined:
             outcome.started.append(f"{symbol} h={horizon} ({fresh.reason})")
     if outcome.started or outcome.unavailable or outcome.deferred:
