@@ -3,7 +3,10 @@
 `wrk` (32 connections) posts the same question to the service and to a minimal Django
 project serving one JSON view of the same bytes under the same gunicorn command line
 (`benchmarks/bare_django.py`), alternating rounds; then an open-loop run at fixed rates
-(`loadtests.engine`, exact percentiles) on each.
+(`loadtests.engine`, exact percentiles) on each. With `--replay`, the open loop runs again
+on a stack under `make run`'s replay clock (a new market day every
+REPLAY_SECONDS_PER_DAY, which makes every cached answer stale, and make run's watchlist),
+so the p99 says what a new day costs the askers (`replay_clock`).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ import os
 import re
 import statistics
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +24,7 @@ import requests
 
 from devstack.supervisor import Supervisor
 from loadtests import engine
-from loadtests.deployment import PREDICTIONS, QUESTION, Stack, start_web
+from loadtests.deployment import PREDICTIONS, QUESTION, ROOT, Stack, start_web, wait_until
 
 
 def measure(
@@ -128,3 +132,36 @@ def start_reference(sup: Supervisor, body_file: Path, logs: Path) -> str:
         app="benchmarks.bare_django:application", probe=PREDICTIONS, method="POST", json=QUESTION,
     )  # fmt: skip
     return f"{base}{PREDICTIONS}"
+
+
+# `make run`'s replay: a market day every 10 s, and its watchlist (config/settings.py's
+# PRECOMPUTE_SYMBOLS default), which Stack otherwise empties.
+REPLAY = {
+    "MARKET_CLOCK": "replay",
+    "REPLAY_SECONDS_PER_DAY": "10",
+    "PRECOMPUTE_SYMBOLS": "AAPL,MSFT,GOOG",
+}
+
+
+def replay_clock(
+    sup: Supervisor, workdir: Path, rate: float, seconds: float, root: Path = ROOT
+) -> dict[str, Any]:
+    """The cached question at a fixed rate on a stack of its own under the replay clock,
+    once it has a stored answer: each new day in the run drops every answer, and the
+    askers wait for (or pay for) the recomputation; the statuses count the 202s."""
+    logs = workdir / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    stack = Stack(sup, workdir / "var", logs, extra=REPLAY, root=root)
+    url = f"{stack.base}{PREDICTIONS}"
+    answered = lambda: requests.post(url, json=QUESTION, timeout=30).status_code == 200  # noqa: E731
+    try:
+        stack.start()
+        wait_until(answered, time.monotonic() + 180, "a stored answer under the replay clock", sup)
+        summary = fixed_rate(url, rate, seconds)
+    finally:
+        stack.stop()
+    return {
+        **summary,
+        "seconds": seconds,
+        "seconds_per_day": float(REPLAY["REPLAY_SECONDS_PER_DAY"]),
+    }
