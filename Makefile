@@ -103,7 +103,7 @@ step-load: setup  ## low, high, low arrivals with autoscaling off and on: p95, q
 request-cost: setup postgres  ## what one cached, warm and cold request costs Redis and the database (--database postgres: PostgreSQL)
 	$(PY) -m loadtests.request_cost $(REQUEST_COST_ARGS)
 
-cluster-bench: setup test-hosts postgres  ## cold and warm predictions/s that 1 and 2 worker hosts (namespaces, a core each) sustain
+cluster-bench: setup test-hosts postgres  ## cold and warm predictions/s that k = 1, 2, 4 worker hosts (namespaces, a CPU-quota slice each) sustain
 	$(PY) -m loadtests.cluster_bench $(CLUSTER_BENCH_ARGS)
 
 replay: setup  ## a year of the offline market through the real stack: forecasts of record, live coverage, bar -> forecast, the decisions' error rates

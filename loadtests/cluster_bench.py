@@ -25,8 +25,8 @@ predictions of its kind (start-up). k = 1's ladders start at `--start-cold`/`--s
 (by default 2.5 and 5 per second per host core: about half what a whole core sustained);
 each larger k's ladder starts on the highest rung of the same ladder at or below 0.8 x k x
 what k = 1 sustained (scaled from the smallest k measured), so it spends its steps near
-its knee rather than climbing to it. A k whose first step fails reads "below the first
-step", which is already below 0.8 x k x k = 1's rate.
+its knee rather than climbing to it. A k whose first step fails goes down the same
+ladder (up to six rungs) until a step passes, and that is its rate.
 
 The machine is shared, so each step says how many cores each host (from its cgroup's own
 counter in quota mode, exited processes included), the shared services, the load generator
@@ -136,6 +136,13 @@ def estimate(k: int, sustained: dict[int, float | None]) -> float | None:
     return ESTIMATE_SHARE * k / measured[0] * rate
 
 
+def rungs_below(rates: Sequence[float], start: float, factor: float, most: int = 6) -> list[float]:
+    """Up to `most` rungs of the same ladder under its first rate, highest first: where a
+    ladder goes when its first step fails."""
+    first = rung_at_or_below(start, factor, rates[0] / factor) if rates[0] > start else -1
+    return ladder(start, factor, first + 1)[::-1][:most] if first >= 0 else []
+
+
 def ladder_for(
     k: int, start: float, factor: float, steps: int, sustained: dict[int, float | None]
 ) -> list[float]:
@@ -200,28 +207,45 @@ def judge(
 
 
 def climb(
-    rates: Sequence[float], run_step: Callable[[float], Step], short_retries: int = 1
+    rates: Sequence[float],
+    run_step: Callable[[float], Step],
+    short_retries: int = 1,
+    below: Sequence[float] = (),
 ) -> list[Step]:
     """Each rate in turn, stopping after the first step that fails. A short step is run
-    again at the same rate, up to `short_retries` times; still short, the ladder ends."""
+    again at the same rate, up to `short_retries` times; still short, the ladder ends.
+    When the ladder's first step fails (a larger k's estimate was too high), the rates
+    `below` it, highest first, until one passes: every k gets a rate, not "below"."""
     steps: list[Step] = []
-    for rate in rates:
+
+    def run(rate: float) -> Step:
         for _ in range(short_retries + 1):
             steps.append(run_step(rate))
             if steps[-1].counts:
                 break
-        if not steps[-1].counts or not steps[-1].passed:
+        return steps[-1]
+
+    for rate in rates:
+        last = run(rate)
+        if not last.counts or not last.passed:
             break
+    counted = [step for step in steps if step.counts]
+    if counted and not counted[0].passed:
+        for rate in below:
+            last = run(rate)
+            if not last.counts or last.passed:
+                break
     return steps
 
 
 def sustainable(steps: Sequence[Step]) -> float | None:
     """The highest rate passed before the first failure, short steps not counted (None:
-    no step passed)."""
+    no step passed); after a failed first step, the first rate passed on the way down."""
+    counted = [step for step in steps if step.counts]
+    if counted and not counted[0].passed:
+        return next((step.rate for step in counted[1:] if step.passed), None)
     best = None
-    for step in steps:
-        if not step.counts:
-            continue
+    for step in counted:
         if not step.passed:
             break
         best = step.rate
@@ -296,8 +320,10 @@ def measure(
     rates: Sequence[float],
     args: argparse.Namespace,
     entry: dict[str, Any],
+    below: Sequence[float] = (),
 ) -> None:
-    """One ladder of one kind of prediction against the hosts added so far."""
+    """One ladder of one kind of prediction against the hosts added so far (`below`: where
+    it goes down to when its first step fails)."""
     entry["in_flight_before"] = left = cluster.settle(args.settle)
     if left:
         print(f"  {left} pipelines of the previous load still in flight after {args.settle} s")
@@ -333,7 +359,7 @@ def measure(
         return steps[-1]
 
     try:
-        climb(rates, run_step, args.short_retries)
+        climb(rates, run_step, args.short_retries, below)
     finally:
         raw.close()
     entry["ended"] = ladder_end(steps)
@@ -565,7 +591,8 @@ def run(cluster: Cluster, args: argparse.Namespace, report: dict[str, Any]) -> N
             rates = ladder_for(k, start, args.factor, args.max_steps, sustained[kind])
             results[kind] = new_entry(k, kind, args)
             results[kind]["ladder"] = rates
-            measure(cluster, k, kind, rates, args, results[kind])
+            below = rungs_below(rates, start, args.factor)
+            measure(cluster, k, kind, rates, args, results[kind], below)
             sustained[kind][k] = results[kind]["sustainable_rate"]
 
 

@@ -23,6 +23,7 @@ from loadtests.cluster_bench import (
     ratio,
     ratios,
     rung_at_or_below,
+    rungs_below,
     step_seconds,
     sustainable,
     table,
@@ -265,3 +266,16 @@ def test_a_ladder_whose_every_step_was_short_reads_as_no_step_counted():
 
     assert "no step counted [others 0.1, 2 short]" in text
     assert "below the first step" not in text
+
+
+def test_a_ladder_whose_first_step_fails_goes_down_until_one_passes():
+    passes = {2.0: False, 1.8: False, 1.6: True, 1.4: True}
+    steps = climb([2.0, 2.2], lambda rate: step(rate, passes[rate]), below=[1.8, 1.6, 1.4])
+    assert [s.rate for s in steps] == [2.0, 1.8, 1.6]
+    assert sustainable(steps) == 1.6
+
+
+def test_the_rungs_below_a_ladder_are_the_same_ladders_highest_first():
+    rates = ladder(1.0, 2.0, 3, first=3)  # 8, 16, 32
+    assert rungs_below(rates, 1.0, 2.0) == [4.0, 2.0, 1.0]
+    assert rungs_below(ladder(1.0, 2.0, 3), 1.0, 2.0) == []  # the bottom has nothing under
