@@ -136,11 +136,10 @@ def estimate(k: int, sustained: dict[int, float | None]) -> float | None:
     return ESTIMATE_SHARE * k / measured[0] * rate
 
 
-def rungs_below(rates: Sequence[float], start: float, factor: float, most: int = 6) -> list[float]:
-    """Up to `most` rungs of the same ladder under its first rate, highest first: where a
-    ladder goes when its first step fails."""
-    first = rung_at_or_below(start, factor, rates[0] / factor) if rates[0] > start else -1
-    return ladder(start, factor, first + 1)[::-1][:most] if first >= 0 else []
+def rungs_below(rates: Sequence[float], factor: float, most: int = 6) -> list[float]:
+    """The `most` rungs of the same ladder under its first rate, highest first (below its
+    start too): where a ladder goes when its first step fails."""
+    return [round(rates[0] / factor**i, 4) for i in range(1, most + 1)]
 
 
 def ladder_for(
@@ -591,7 +590,7 @@ def run(cluster: Cluster, args: argparse.Namespace, report: dict[str, Any]) -> N
             rates = ladder_for(k, start, args.factor, args.max_steps, sustained[kind])
             results[kind] = new_entry(k, kind, args)
             results[kind]["ladder"] = rates
-            below = rungs_below(rates, start, args.factor)
+            below = rungs_below(rates, args.factor)
             measure(cluster, k, kind, rates, args, results[kind], below)
             sustained[kind][k] = results[kind]["sustainable_rate"]
 

@@ -277,5 +277,4 @@ def test_a_ladder_whose_first_step_fails_goes_down_until_one_passes():
 
 def test_the_rungs_below_a_ladder_are_the_same_ladders_highest_first():
     rates = ladder(1.0, 2.0, 3, first=3)  # 8, 16, 32
-    assert rungs_below(rates, 1.0, 2.0) == [4.0, 2.0, 1.0]
-    assert rungs_below(ladder(1.0, 2.0, 3), 1.0, 2.0) == []  # the bottom has nothing under
+    assert rungs_below(rates, 2.0, most=4) == [4.0, 2.0, 1.0, 0.5]  # below its start too
