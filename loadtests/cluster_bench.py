@@ -26,7 +26,8 @@ predictions of its kind (start-up). k = 1's ladders start at `--start-cold`/`--s
 each larger k's ladder starts on the highest rung of the same ladder at or below 0.8 x k x
 what k = 1 sustained (scaled from the smallest k measured), so it spends its steps near
 its knee rather than climbing to it. A k whose first step fails goes down the same
-ladder (up to six rungs) until a step passes, and that is its rate.
+ladder (up to six rungs, each once the failed step's backlog has drained) until a step
+passes, and that is its rate.
 
 The machine is shared, so each step says how many cores each host (from its cgroup's own
 counter in quota mode, exited processes included), the shared services, the load generator
@@ -331,6 +332,8 @@ def measure(
     steps: list[Step] = []
 
     def run_step(rate: float) -> Step:
+        if steps and steps[-1].counts and not steps[-1].passed:  # going down: no backlog
+            cluster.settle(args.settle)
         seconds = step_seconds(rate, args.min_arrivals, args.min_seconds)
         before, began = len(raw.rows), time.monotonic()
         cpu_before, throttled_before = cluster.cpu(), cluster.throttling()
