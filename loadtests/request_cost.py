@@ -1011,7 +1011,9 @@ def measure_running(args: argparse.Namespace) -> int:
     commands = {k.removeprefix("cmd:"): v for k, v in delta.items() if k.startswith("cmd:") and v}
     trained = fraction(sum(s.trained for s in sent), sum(s.model_runs for s in sent))
     top = ", ".join(f"{k} {v:.2f}" for k, v in Counter(commands).most_common(12))
-    print(f"{args.n} warm pipeline requests on {stack.base_url} (Redis {stack.redis_url}), "
+    where = redis.Redis.from_url(stack.redis_url).connection_pool.connection_kwargs
+    print(f"{args.n} warm pipeline requests on {stack.base_url} (Redis on "
+          f"{where.get('host')}:{where.get('port')}), "
           f"idle rate taken off; model runs trained: {share(trained)}")  # fmt: skip
     print(f"per request: {sum(commands.values()):.1f} Redis commands, "
           f"{delta['bytes_in']:,.0f} B in, {delta['bytes_out']:,.0f} B out, "
