@@ -79,13 +79,15 @@ def test_it_writes_a_report_and_stops_everything(tmp_path):
 def test_ctrl_c_during_the_load_stops_everything_and_keeps_a_report(tmp_path):
     proc = experiment(tmp_path, "--strategies", "chord", "--duration", "300")
     assert proc.stdout is not None
+    before = []  # what it said up to the load, shown if it ended another way
     for line in proc.stdout:
+        before.append(line)
         if "/s for" in line:
             break
     proc.send_signal(signal.SIGINT)
     output, _ = proc.communicate(timeout=120)
 
-    assert proc.returncode == 130, output
+    assert proc.returncode == 130, "".join(before) + output
     report = only_report(tmp_path)
     assert "interrupted by SIGINT" in (report / "report.md").read_text()
     pids = pids_in(report / "pids.txt")
