@@ -22,6 +22,7 @@ from loadtests.cpu_quota import (
     quota_us,
     unavailable_reason,
 )
+from tests.support.waiting import eventually
 
 
 def files(root: Path, contents: dict[str, str]) -> Path:
@@ -196,14 +197,6 @@ def real_cgroups_reason() -> str | None:
     return unavailable_reason(CGROUP_ROOT)
 
 
-def wait_until(condition, timeout_s: float, what: str) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
-
-
 @pytest.mark.skipif(real_cgroups_reason() is not None, reason=str(real_cgroups_reason()))
 def test_a_real_group_counts_a_busy_process_and_holds_it_near_its_quota():
     layout = detect(CGROUP_ROOT)
@@ -216,7 +209,7 @@ def test_a_real_group_counts_a_busy_process_and_holds_it_near_its_quota():
         moved = time.monotonic()
         assert group.pids() == {busy.pid}
 
-        wait_until(lambda: group.usage_seconds() >= 0.3, 30, "0.3 s of CPU counted")
+        eventually(lambda: group.usage_seconds() >= 0.3, 30, "0.3 s of CPU counted")
 
         cores = group.usage_seconds() / (time.monotonic() - moved)
         throttling = group.throttling()
