@@ -40,18 +40,17 @@ class ChordStrategy(Strategy):
         answered = stored_parts(coordinator, request, price_key) if coordinator else []
         done = {part["model"] for part in answered}
         to_run = [name for name in settings.PREDICTION_MODELS if name not in done]
-        if not to_run and coordinator is not None:
+        if coordinator is not None and not to_run:  # no chord: the sentiment is ours too
             answered.append(
                 parts.sentiment_part(coordinator, request_id, request.symbol, on_its_way=True)
             )
-            stages = [prices_stage, *(part["stage"] for part in answered)]
-            progress.record_stages(request_id, [dict(stage) for stage in stages])
+        stages = [prices_stage, *(part["stage"] for part in answered)]
+        progress.record_stages(request_id, [dict(stage) for stage in stages])
+        if not to_run:
             body = signatures.callback(signatures.COMBINE_RESULTS, request,
                                        prices_stage=prices_stage)  # fmt: skip
             body.apply_async(args=(answered,))
             return
-        stages = [prices_stage, *(part["stage"] for part in answered)]
-        progress.record_stages(request_id, [dict(stage) for stage in stages])
         header = [signatures.model_task(request, name, price_key) for name in to_run]
         header.append(signatures.analyze_sentiment(request))
         body = signatures.callback(
@@ -66,7 +65,7 @@ def stored_parts(coordinator: Task, request: PredictionRequest, price_key: str) 
     found = (
         parts.stored_model_part(
             coordinator, str(request.id), name, history, request.horizon, request.warm_start
-        )  # fmt: skip
+        )
         for name in settings.PREDICTION_MODELS
     )
     return [part for part in found if part is not None]
