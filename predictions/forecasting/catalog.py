@@ -1,4 +1,4 @@
-"""The catalog of the five competing models, described without importing any of them.
+"""The catalog of the competing models, described without importing any of them.
 
 Why: the web process lists models and routes tasks (deep models to a GPU queue)
 without paying for TensorFlow; a worker resolves a name to its class only when it
@@ -55,6 +55,13 @@ MODEL_SPECS: dict[str, ModelSpec] = {
             200,
         ),
     )
+        ModelSpec(
+            "global_lstm",
+            "Global LSTM, one network for every symbol (Keras)",
+            "predictions.forecasting.global_lstm.GlobalLSTMForecaster",
+            True,
+            60,
+        ),
 }
 
 MODEL_NAMES: tuple[str, ...] = tuple(MODEL_SPECS)

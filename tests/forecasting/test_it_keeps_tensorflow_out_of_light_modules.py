@@ -18,6 +18,7 @@ LIGHT_MODULES = [
     "predictions.forecasting.arima",
     "predictions.forecasting._windows",
     "predictions.forecasting.calibration",
+    "predictions.forecasting._pooled",
     "predictions.forecasting.doubt",
     "predictions.forecasting.weighting",
     "benchmarks.evaluation.significance",
@@ -62,7 +63,7 @@ def test_it_imports_every_light_module_without_tensorflow():
 def test_it_lists_models_and_resolves_light_classes_without_tensorflow():
     code = """
         from predictions.forecasting.catalog import get_model_class, model_info
-        assert len(model_info()) == 5
+        assert len(model_info()) == 6
         for name in ("naive", "ridge", "arima"):
             get_model_class(name)
     """
