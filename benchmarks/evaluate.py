@@ -41,7 +41,10 @@ from benchmarks.evaluation.nested import (
     run_models,
     seen_until,
 )
+from benchmarks.evaluation.pooled_folds import NAME as GLOBAL
+from benchmarks.evaluation.pooled_folds import PooledFolds, cutoffs, global_out_of_sample
 from benchmarks.evaluation.runs import SymbolRuns
+from benchmarks.evaluation.walkforward import plan_windows
 from predictions.forecasting.calibration import TABLE_PATH
 from predictions.forecasting.catalog import MODEL_NAMES, get_spec
 from predictions.forecasting.range_variance import Bars
@@ -146,11 +149,46 @@ def evaluated_part(history: PriceHistory, held_out: int = HELD_OUT_BARS) -> Pric
     return history.through(history.dates[keep - 1].item())
 
 
-def _symbol_runs(symbol: str, history: PriceHistory, args: argparse.Namespace) -> SymbolRuns:
+def _symbol_runs(
+    symbol: str, history: PriceHistory, args: argparse.Namespace, folds: PooledFolds | None
+) -> SymbolRuns:
     bars = Bars(history.open, history.high, history.low, history.close, history.adj_close)
-    return run_models(
-        symbol, history.adj_close, args.models, seed=args.seed, dates=history.dates, bars=bars
+    per_symbol = [m for m in args.models if m != GLOBAL]
+    runs = run_models(
+        symbol, history.adj_close, per_symbol, seed=args.seed, dates=history.dates, bars=bars
     )
+    if folds is not None:
+        steps = runs.runs[0].cum_log.shape[1]
+        runs.runs.append(
+            global_out_of_sample(history.adj_close, history.dates, runs.windows, steps, folds)
+        )
+    return runs
+
+
+def _pooled_folds(args: argparse.Namespace) -> PooledFolds:
+    """The global model's networks, one per block cut-off of the evaluated symbols, each
+    trained on every sample symbol's evaluated bars dated before it (the held-out year of
+    every symbol stays unloaded, as for the other models)."""
+    pool = {}
+    for symbol in SAMPLE_SYMBOLS:
+        part = evaluated_part(load_sample(symbol))
+        if part is not None:
+            pool[symbol] = (part.dates, part.adj_close)
+    folds = PooledFolds(pool, seed=args.seed)
+    wanted = [
+        cut
+        for symbol in args.symbols
+        if symbol in pool
+        for cut in cutoffs(pool[symbol][0], plan_windows(len(pool[symbol][1])))
+    ]
+    folds.prepare(wanted)
+    made = folds.summary()
+    print(
+        f"{GLOBAL}: {made['networks']} pooled networks ({made['trained']} trained, "
+        f"{made['fine_tuned']} fine-tuned) on {len(pool)} symbols in {made['train_seconds']} s",
+        flush=True,
+    )
+    return folds
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -164,6 +202,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         from predictions.forecasting.warmup import warm_up_models  # TensorFlow only if needed
 
         warm_up_models(args.models)
+    folds = _pooled_folds(args) if GLOBAL in args.models else None
     series = []
     skipped = {}
     for symbol in args.symbols:
@@ -177,16 +216,19 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             print(f"{symbol}: skipped ({skipped[symbol]})", flush=True)
             continue
         t0 = time.monotonic()
-        series.append(_symbol_runs(symbol, history, args))
+        series.append(_symbol_runs(symbol, history, args, folds))
         print(f"{symbol}: models ran in {time.monotonic() - t0:.0f} s", flush=True)
     report = evaluate(series, tuple(args.horizons), seed=args.seed)
     report["held_out"] = {"bars": HELD_OUT_BARS, "skipped": skipped}
+    if folds is not None:
+        report["global_model"] = folds.summary()
     elapsed = time.monotonic() - started
     report["run"] = {
         "command": "make evaluate"
         if args.full
         else "python -m benchmarks.evaluate "
-        + " ".join(f"--{k}" for k in ("quick",) if getattr(args, k)),
+        + " ".join(f"--{k}" for k in ("quick",) if getattr(args, k))
+        + ("" if args.full else " --models " + " ".join(args.models)),
         "full": args.full,
         "commit": _commit(),
         "date": time.strftime("%Y-%m-%d"),
