@@ -8,8 +8,9 @@ from typing import Any
 from django.conf import settings
 from django.core.checks import Error, Warning, register
 
+from predictions.forecasting import keras_backend
 from predictions.forecasting.calibration import seen_until_all
-from predictions.forecasting.catalog import MODEL_NAMES
+from predictions.forecasting.catalog import MODEL_NAMES, MODEL_SPECS
 from predictions.models import STRATEGIES
 
 
@@ -34,6 +35,21 @@ def strategy_and_models_check(app_configs: Any = None, **kwargs: Any) -> list[Er
             )
         )
     return errors
+
+
+@register()
+def keras_backend_check(app_configs: Any = None, **kwargs: Any) -> list[Error]:
+    """A KERAS_BACKEND the deep models cannot run on stops the start while one is configured
+    (asked without importing any backend)."""
+    deep = [
+        n
+        for n in settings.PREDICTION_MODELS
+        if n in MODEL_SPECS and MODEL_SPECS[n].benefits_from_gpu
+    ]
+    reason = keras_backend.problem()
+    if not deep or reason is None:
+        return []
+    return [Error(f"{reason} Deep models configured: {', '.join(deep)}.", id="predictions.E004")]
 
 
 @register()

@@ -1,26 +1,25 @@
-"""Shared Keras machinery for the deep forecasters (imports TensorFlow).
+"""Shared Keras machinery for the deep forecasters (imports Keras and its backend).
 
 Why: LSTM and TCN differ only in their layers; training, fine-tuning, fast
 prediction and weight serialization are identical. Only this module and the
-model modules built on it may import TensorFlow/Keras; the registry reaches them
-lazily so web processes never pay the ~3 s / 0.5 GB import.
+model modules built on it may import Keras; the registry reaches them lazily so web
+processes never pay the ~3 s / 0.5 GB import. Nothing here names a backend: what
+differs per backend goes through keras_backend (TensorFlow unless KERAS_BACKEND says).
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
 import threading
 from abc import abstractmethod
 from typing import Any, ClassVar
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
-os.environ.setdefault("KERAS_BACKEND", "tensorflow")
+from . import keras_backend
+
+keras_backend.require()  # a clear ForecastError, not Keras's, when KERAS_BACKEND is wrong
 
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
-import tensorflow as tf  # noqa: E402
 
 from ._windows import (  # noqa: E402
     Scaling,
@@ -36,12 +35,12 @@ _determinism_enabled = False
 
 
 def _seed_everything(seed: int) -> None:
-    """Seed Python, NumPy and TF and make TF ops deterministic, so a seed fixes the weights."""
+    """Seed Python, NumPy and the backend and make its ops deterministic, so a seed fixes
+    the weights."""
     global _determinism_enabled
     keras.utils.set_random_seed(seed)
     if not _determinism_enabled:
-        with contextlib.suppress(AttributeError, RuntimeError):  # older or unusual TF builds
-            tf.config.experimental.enable_op_determinism()
+        keras_backend.enable_determinism()
         _determinism_enabled = True
 
 
@@ -52,7 +51,7 @@ _TRAINING_ONLY = frozenset({"epochs", "fine_tune_epochs", "train_points"})
 class _SharedNetwork:
     """One compiled Keras network per architecture, reused by every forecaster in the process.
 
-    Why: each new model's traced train/predict functions stay in TF's caches (a leak per
+    Why: each new model's traced train/predict functions stay in the backend's caches (a leak per
     fit in a long-lived worker; `make soak`) and retracing costs about a second. Forecasters
     keep their own weights as arrays and load them here before training or predicting.
     """

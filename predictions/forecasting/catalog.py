@@ -12,6 +12,7 @@ import importlib
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from . import keras_backend
 from .base import Forecaster, ForecastError
 
 
@@ -54,7 +55,6 @@ MODEL_SPECS: dict[str, ModelSpec] = {
             True,
             200,
         ),
-    )
         ModelSpec(
             "global_lstm",
             "Global LSTM, one network for every symbol (Keras)",
@@ -62,6 +62,7 @@ MODEL_SPECS: dict[str, ModelSpec] = {
             True,
             60,
         ),
+    )
 }
 
 MODEL_NAMES: tuple[str, ...] = tuple(MODEL_SPECS)
@@ -79,8 +80,13 @@ def get_spec(name: str) -> ModelSpec:
 
 
 def get_model_class(name: str) -> type[Forecaster]:
-    """Import and return the model class (this is where TensorFlow may get imported)."""
+    """Import and return the model class (this is where TensorFlow may get imported).
+
+    A deep model first checks KERAS_BACKEND, so a wrong one fails in our words, not Keras's.
+    """
     spec = get_spec(name)
+    if spec.benefits_from_gpu:
+        keras_backend.require()
     module_name, _, class_name = spec.dotted_path.rpartition(".")
     cls = getattr(importlib.import_module(module_name), class_name)
     if not (isinstance(cls, type) and issubclass(cls, Forecaster)):

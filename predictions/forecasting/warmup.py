@@ -1,4 +1,5 @@
-"""Warming TensorFlow up in a worker process, before its first task.
+"""Warming the Keras backend (TensorFlow by default) up in a worker process, before its
+first task.
 
 Why: initialising TensorFlow's runtime and tracing each network's graph took seconds on
 the first request a worker served. A worker's pool process calls `warm_up_models` right
@@ -11,8 +12,8 @@ from __future__ import annotations
 import time
 
 import numpy as np
-import tensorflow as tf
 
+from . import keras_backend
 from .catalog import MODEL_NAMES, get_spec
 from .lstm import LSTMForecaster
 from .tcn import TCNForecaster
@@ -22,15 +23,11 @@ def warm_up_tensorflow(intra_op_threads: int | None = None) -> float:
     """Run each deep model's network once, for one origin and for a batch; seconds taken.
 
     ``intra_op_threads`` (e.g. 1 when several worker children share two cores) only
-    applies before TensorFlow's runtime starts.
+    applies before the backend's runtime starts (keras_backend.set_threads).
     """
     start = time.perf_counter()
     if intra_op_threads is not None:
-        try:
-            tf.config.threading.set_intra_op_parallelism_threads(int(intra_op_threads))
-            tf.config.threading.set_inter_op_parallelism_threads(int(intra_op_threads))
-        except RuntimeError:
-            pass  # the runtime is already initialised; keep its threads
+        keras_backend.set_threads(int(intra_op_threads))
     for cls in (LSTMForecaster, TCNForecaster):
         network = cls()._network()  # the same network the default-params models will use
         with network.lock:

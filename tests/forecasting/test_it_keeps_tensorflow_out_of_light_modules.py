@@ -10,6 +10,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 LIGHT_MODULES = [
     "predictions.forecasting",
     "predictions.forecasting.base",
+    "predictions.forecasting.keras_backend",
     "predictions.forecasting.catalog",
     "predictions.forecasting.combine",
     "predictions.forecasting.backtest",
@@ -17,8 +18,8 @@ LIGHT_MODULES = [
     "predictions.forecasting.ridge",
     "predictions.forecasting.arima",
     "predictions.forecasting._windows",
-    "predictions.forecasting.calibration",
     "predictions.forecasting._pooled",
+    "predictions.forecasting.calibration",
     "predictions.forecasting.doubt",
     "predictions.forecasting.weighting",
     "benchmarks.evaluation.significance",
