@@ -70,6 +70,11 @@ def _warm_models() -> None:
     model_registry.preload_recent_runs()
     price_store.preload_recent()
 
+    if "global_lstm" in settings.PREDICTION_MODELS:
+        from predictions import global_network
+
+        global_network.install()  # the registry's pooled network, batched across requests
+        global_network.serving_network()  # read (or, the very first time, trained) now
     for name in settings.PREDICTION_MODELS:
         get_model_class(name)  # statsmodels, scikit-learn & co. now, not on the first request
     seconds = warm_up_models(

@@ -221,8 +221,9 @@ _shared_pid = os.getpid()
 _shared_lock = threading.Lock()
 
 
-def shared(key: str, run_batch: RunBatch, objective_s: float) -> AdaptiveBatcher:
-    """This process's batcher for `key` (a network on a device), made on first use.
+def shared(key: str, make_run: Callable[[], RunBatch], objective_s: float) -> AdaptiveBatcher:
+    """This process's batcher for `key` (a network on a device), made and warmed (every
+    batch shape traced) on first use.
 
     Per process: a forked pool process starts with none (its parent's threads did not
     come along), so each worker process adapts its own batch size to its own device.
@@ -234,5 +235,5 @@ def shared(key: str, run_batch: RunBatch, objective_s: float) -> AdaptiveBatcher
             _shared_pid = os.getpid()
         batcher = _shared.get(key)
         if batcher is None or batcher.objective_s != objective_s:
-            batcher = _shared[key] = AdaptiveBatcher(run_batch, objective_s, name=f"batcher:{key}")
+            batcher = _shared[key] = AdaptiveBatcher(make_run(), objective_s, name=key)
         return batcher

@@ -19,14 +19,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-import keras
-import numpy as np
+from . import keras_backend
 
-from . import _state
-from ._deep import _seed_everything, _SharedNetwork
-from ._pooled import pooled_windows, symbol_scaling
-from ._windows import Scaling, latest_window, unscale_targets, windows_at
-from .base import MAX_HORIZON, Forecaster, ForecastError, StateError
+keras_backend.require()  # as _deep: a wrong KERAS_BACKEND fails in a sentence, before Keras
+
+import keras  # noqa: E402
+import numpy as np  # noqa: E402
+
+from . import _state  # noqa: E402
+from ._deep import _seed_everything, _SharedNetwork  # noqa: E402
+from ._pooled import pooled_windows, symbol_scaling  # noqa: E402
+from ._windows import Scaling, latest_window, unscale_targets, windows_at  # noqa: E402
+from .base import MAX_HORIZON, Forecaster, ForecastError, StateError  # noqa: E402
 
 __all__ = [
     "DEFAULT_PARAMS",
@@ -202,9 +206,26 @@ class GlobalNetwork:
             raise StateError(f"global network is invalid: {exc}") from exc
 
 
+WindowPredictor = Callable[["GlobalNetwork", np.ndarray], np.ndarray]
+
+
+def _one_call(network: GlobalNetwork, x: np.ndarray) -> np.ndarray:
+    return network.predict_scaled(x)
+
+
+_predictor: WindowPredictor = _one_call
+
+
+def set_window_predictor(predictor: WindowPredictor | None) -> None:
+    """Route every forward pass through `predictor` (a worker's cross-request batcher,
+    `predictions.global_network.install`); None: each call its own forward pass."""
+    global _predictor
+    _predictor = predictor or _one_call
+
+
 def predict_windows(network: GlobalNetwork, x: np.ndarray) -> np.ndarray:
     """Every forward pass of the forecaster goes through here (a batcher may replace it)."""
-    return network.predict_scaled(x)
+    return _predictor(network, x)
 
 
 # --- where a process gets its serving network ------------------------------------------------
