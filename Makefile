@@ -10,7 +10,7 @@ APT_INSTALL := $(SUDO) apt-get install -y -q --no-install-recommends
 .PHONY: help run test test-fast setup check lint format types imports request-path generate migrations-check \
 	lint-playbooks browser test-hosts postgres promtool wrk token clean \
 	bench-api bench-models bench-overhead bench-events evaluate adopt-evaluation experiment soak \
-	step-load replay decisions shadow-cost request-cost cluster-bench abuse
+	step-load replay decisions shadow-cost request-cost cluster-bench abuse bench-batching
 
 help:  ## this list
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
@@ -120,6 +120,9 @@ abuse: setup  ## well-behaved clients with and without abusive ones beside them:
 
 soak: setup  ## 30 minutes of mixed load; each process's memory at the start and the end (goal: < 10 % growth)
 	$(PY) -m loadtests.soak $(SOAK_ARGS)
+
+bench-batching: setup  ## deep-model inference batched against one window per call at a p99 objective; cold predictions with the global model against per-symbol training
+	$(PY) -m loadtests.bench_batching $(BENCH_BATCHING_ARGS)
 
 bench-models: setup  ## every model on every offline symbol: train, warm start, predict, memory, skill
 	$(PY) -m benchmarks.bench_models $(BENCH_MODELS_ARGS)
