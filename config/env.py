@@ -103,6 +103,18 @@ def env_date(name: str, default: str) -> date:
         ) from exc
 
 
+def env_hang(name: str) -> tuple[str, float] | None:
+    """`model:seconds` (ridge:5) -> (model, seconds); unset -> None."""
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return None
+    try:
+        model, seconds = value.split(":")
+        return model.strip(), max(0.0, float(seconds))
+    except ValueError as exc:
+        raise ImproperlyConfiguredEnv(f"{name} must look like ridge:5, got {value!r}") from exc
+
+
 def env_fault(name: str) -> tuple[str, float, date] | None:
     """`model:bias:date` (ridge:0.03:2012-09-04) -> (model, bias, date); unset -> None."""
     value = os.environ.get(name, "").strip()

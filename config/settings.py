@@ -16,6 +16,7 @@ from config.env import (
     env_date,
     env_fault,
     env_float,
+    env_hang,
     env_int,
     env_latency,
     env_list,
@@ -166,6 +167,11 @@ CACHES = {
 # --- Prediction service.
 PREDICTION_CACHE_TTL = env_int("PREDICTION_CACHE_TTL", 900, minimum=0)
 PREDICTION_TIMEOUT = env_int("PREDICTION_TIMEOUT", 300, minimum=10)
+# The latency objective of a chord request (workers/stragglers.py): this many seconds after
+# the models' chord is launched, the request is answered with the models that finished,
+# the others named as late (their runs still reach the registry). A cold request of every
+# model takes 3-11 s on a 2-core machine with an idle worker (docs/pipeline.md).
+PREDICTION_OBJECTIVE_SECONDS = env_float("PREDICTION_OBJECTIVE_SECONDS", 30.0, minimum=0.5)
 PREDICTION_MODELS = env_list("PREDICTION_MODELS", ["naive", "ridge", "arima", "lstm", "tcn"])
 PREDICTION_MAX_WAIT = env_int("PREDICTION_MAX_WAIT", 60, minimum=0)
 # Requests one web process holds open with ?wait= at once (each holds a thread); beyond,
@@ -280,6 +286,14 @@ FAULT_INJECTION = env_fault("FAULT_INJECTION")
 if FAULT_INJECTION and (MARKET_CLOCK != "replay" or DEPLOYMENT == "production"):
     raise ImproperlyConfiguredEnv(
         "FAULT_INJECTION tampers with forecasts: it is allowed only with MARKET_CLOCK=replay "
+        "outside production."
+    )
+# A model made to hang on purpose, `model:seconds` (ridge:5), before it runs
+# (workers/faults.py): for the tests of the latency objective only, under the same guard.
+FAULT_HANG = env_hang("FAULT_HANG")
+if FAULT_HANG and (MARKET_CLOCK != "replay" or DEPLOYMENT == "production"):
+    raise ImproperlyConfiguredEnv(
+        "FAULT_HANG holds a model back on purpose: it is allowed only with MARKET_CLOCK=replay "
         "outside production."
     )
 # Forecasts of record (predictions/track_record.py): each scoring run scores at most this

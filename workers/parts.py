@@ -38,6 +38,7 @@ def model_part(
 ) -> ModelPart:
     clock = StageClock(task, f"model:{name}", request_id)
     try:
+        faults.hang(name)
         run: dict[str, Any] = stages.model_run(
             name, history, horizon, warm_start=warm_start, worker=task.request.hostname or ""
         )

@@ -20,7 +20,8 @@ from predictions.models import PredictionRequest
 from predictions.prices import PriceDataError
 from predictions.results import ModelPart, Part, SentimentPart, StageRecord
 from serving import final, recovery, watchlist
-from workers import parts, stages
+from workers import parts, stages, stragglers
+from workers.result_backend import RedisBackendForWorkers
 from workers.stage_clock import StageClock
 from workers.strategies import cascade, centralized, strategy_for
 
@@ -88,6 +89,28 @@ def combine_results(
         return None
     return parts.finish(self, request, parts.in_model_order([*(earlier or []), *done]),
                         prices_stage)  # fmt: skip
+
+
+@shared_task(bind=True, name=stragglers.COMBINE_AT_OBJECTIVE, ignore_result=True)
+def combine_at_objective(
+    self: Any,
+    request_id: str,
+    group_id: str,
+    models: list[str],
+    prices_stage: StageRecord,
+    earlier: list[Part],
+    launched_at: float,
+) -> dict[str, Any] | None:
+    """At the latency objective: finish the request with the chord's parts that arrived,
+    naming the late ones (workers/stragglers.py); nothing when it is already final."""
+    request = _load_request(request_id)
+    backend = self.app.backend
+    if request is None or not isinstance(backend, RedisBackendForWorkers):
+        return None
+    arrived = backend.chord_parts_so_far(group_id)
+    return stragglers.combine_at_objective(
+        self, request, arrived, models, prices_stage, earlier, launched_at
+    )
 
 
 @shared_task(name="workers.tasks.chord_failed")

@@ -11,18 +11,24 @@ registry) is a lookup, not work: the coordinator answers it itself and the chord
 only the models that must run. When none must, there is no chord: the coordinator takes
 the sentiment too and sends the combiner its one message. A warm request then costs the
 broker, the result backend and the workers two tasks instead of N + 3 (docs/scaling.md).
+
+With a chord, one more task is scheduled at the request's latency objective: it answers
+with the parts that arrived if some are still missing then (workers/stragglers.py).
 """
 
 from __future__ import annotations
 
+from typing import cast
+
 from celery import Task, chord
+from celery.result import GroupResult
 from django.conf import settings
 
 from predictions import price_store, progress
 from predictions.models import PredictionRequest
 from predictions.results import Part, StageRecord
 from serving import signatures
-from workers import parts
+from workers import parts, stragglers
 from workers.strategies.base import Strategy
 
 
@@ -56,7 +62,10 @@ class ChordStrategy(Strategy):
         body = signatures.callback(
             signatures.COMBINE_RESULTS, request, prices_stage=prices_stage, earlier=answered
         )
-        chord(header)(body)
+        # The header's group: its join is where the parts arrive.
+        joined = cast(GroupResult, chord(header)(body).parent)
+        # The latency objective: a straggler does not hold the answer (workers/stragglers.py).
+        stragglers.schedule(request, str(joined.id), to_run, prices_stage, answered)
 
 
 def stored_parts(coordinator: Task, request: PredictionRequest, price_key: str) -> list[Part]:
