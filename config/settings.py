@@ -195,6 +195,17 @@ X_TIMEOUT = env_float("X_TIMEOUT", 5.0, minimum=0.1)
 SENTIMENT_MAX_ADJUST = env_float("SENTIMENT_MAX_ADJUST", 0.01, minimum=0.0)
 MODEL_SEED = env_int("MODEL_SEED", 0)
 REGISTRY_KEEP_GENERATIONS = env_int("REGISTRY_KEEP_GENERATIONS", 3, minimum=1)
+# The global model (predictions/global_network.py): its pooled network learns new bars at
+# most once per this many calendar days (each time is seconds of a worker's CPU).
+GLOBAL_MODEL_FINE_TUNE_DAYS = env_int("GLOBAL_MODEL_FINE_TUNE_DAYS", 7, minimum=1)
+# Cross-request batching of the global model's forward passes in a worker process
+# (predictions/forecasting/batching.py): the latency objective AIMD sizes batches under.
+# 0 turns batching off (each request its own forward pass).
+DEEP_BATCH_OBJECTIVE_MS = env_float("DEEP_BATCH_OBJECTIVE_MS", 100.0, minimum=0.0)
+# A worker's pool (`manage.py start_worker --pool`): auto runs a GPU worker's tasks as
+# threads of one process (one copy of each network on the device, forward passes batched
+# across requests), any other worker's as prefork processes.
+WORKER_POOL = env_choice("WORKER_POOL", "auto", ("auto", "prefork", "threads"))
 # Shadow generations (predictions/generations.py): a generation of a new recipe (changed
 # model code or settings) is computed and scored beside the serving one, never served, and
 # promoted only when the daily evidence says it is better (5 % error, however often

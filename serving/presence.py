@@ -43,9 +43,10 @@ def withdraw(hostname: str) -> None:
     get_redis().hdel(WORKERS_KEY, hostname)
 
 
-def mark_process_warm() -> None:
-    """Called in a pool process once it has warmed up; its parent is the worker."""
-    key = _warm_key(socket.gethostname(), os.getppid())
+def mark_process_warm(worker_pid: int | None = None) -> None:
+    """Called in a pool process once it has warmed up; its parent is the worker (a threads
+    pool's one process is the worker itself: `worker_pid`)."""
+    key = _warm_key(socket.gethostname(), worker_pid or os.getppid())
     pipe = get_redis().pipeline(transaction=False)
     pipe.sadd(key, os.getpid())
     pipe.expire(key, WARM_TTL_SECONDS)
@@ -65,6 +66,8 @@ def warm_processes() -> int:
 def baseline_processes(worker: dict[str, Any]) -> int:
     """Pool processes this worker always runs: all of a fixed pool, the minimum of an
     autoscaled one."""
+    if worker.get("pool") == "threads":  # its threads share the one process that warms up
+        return 1
     autoscale = worker.get("autoscale")
     return int(autoscale[1] if autoscale else worker.get("concurrency") or 1)
 

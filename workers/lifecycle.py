@@ -23,6 +23,7 @@ from celery.signals import (
     before_task_publish,
     task_postrun,
     task_prerun,
+    worker_init,
     worker_process_init,
     worker_process_shutdown,
     worker_ready,
@@ -53,6 +54,7 @@ def _worker_info(consumer: Any) -> dict[str, Any]:
             [autoscaler.max_concurrency, autoscaler.min_concurrency] if autoscaler else None
         ),
         "gpu": os.environ.get("WORKER_HAS_GPU") == "1",
+        "pool": os.environ.get("WORKER_POOL", "prefork"),
         "pid": os.getpid(),
         "host": socket.gethostname(),
         "started_at": time.time(),
@@ -100,12 +102,24 @@ def stop_heartbeat(**kwargs: Any) -> None:
 
 @worker_process_init.connect
 def prepare_pool_process(**kwargs: Any) -> None:
+    _warm_up(worker_pid=None)
+
+
+@worker_init.connect
+def prepare_threads_pool(**kwargs: Any) -> None:
+    """A threads pool has no pool processes: the worker's own process warms up, before it
+    consumes (`start_worker --pool threads`)."""
+    if os.environ.get("WORKER_POOL") == "threads":
+        _warm_up(worker_pid=os.getpid())
+
+
+def _warm_up(worker_pid: int | None) -> None:
     try:
         seconds = process_warmup.warm_up(process_warmup.queues_served())
     except Exception:  # the process still serves; its tasks report their own errors
         log.exception("warm-up failed in pid %s; it will not count as warm", os.getpid())
         return
-    presence.mark_process_warm()
+    presence.mark_process_warm(worker_pid)
     log.info("pool process %s warm after %.1f s", os.getpid(), seconds)
 
 

@@ -2,8 +2,15 @@
 
     python manage.py start_worker --queues io,cpu --concurrency 2 --name cpu1
 
-A GPU found by TensorFlow (or WORKER_GPU=on) adds the `gpu` queue. Each pool process warms
-up for its queues right after it forks (`workers.process_warmup`) and then counts itself warm.
+A GPU found by the Keras backend (or WORKER_GPU=on) adds the `gpu` queue. Each pool
+process warms up for its queues right after it forks (`workers.process_warmup`) and then
+counts itself warm.
+
+`--pool threads` runs the tasks as threads of one process: one copy of each network, and
+the global model's forward passes from concurrent requests batched into one call
+(`predictions.forecasting.batching`). `auto` (the default) picks it for a worker with a
+GPU, whose device one process should hold, and prefork otherwise. Celery's time limits
+do not apply to threads; the request's latency objective and deadline still do.
 """
 
 from __future__ import annotations
@@ -47,6 +54,13 @@ class Command(BaseCommand):
             help="tasks after which a pool process is replaced (0: never, the default: the "
             "replacement warms up while the pool waits)",
         )
+        parser.add_argument(
+            "--pool",
+            choices=("auto", "prefork", "threads"),
+            default=settings.WORKER_POOL,
+            help="prefork: a process per task; threads: one process whose tasks share the "
+            "networks and batch their forward passes; auto: threads with a GPU",
+        )
         parser.add_argument("--loglevel", default="INFO")
         parser.add_argument("--beat", action="store_true", help="also run the periodic sweeper")
 
@@ -67,6 +81,11 @@ class Command(BaseCommand):
             has_gpu = detect_gpu(options["gpu"])
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
+        threads = options["pool"] == "threads" or (options["pool"] == "auto" and has_gpu)
+        if threads:
+            if options["autoscale"]:
+                raise CommandError("--autoscale grows processes: it needs --pool prefork.")
+            pool = ["-P", "threads", "-c", str(options["concurrency"])]
         if has_gpu and GPU not in queues:
             queues.append(GPU)
         if not has_gpu and GPU in queues:
@@ -75,6 +94,7 @@ class Command(BaseCommand):
             **os.environ,
             "WORKER_HAS_GPU": "1" if has_gpu else "0",
             "WORKER_QUEUES": ",".join(queues),  # what each pool process warms up for
+            "WORKER_POOL": "threads" if threads else "prefork",
         }
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
         argv = [
@@ -95,7 +115,10 @@ class Command(BaseCommand):
         ]
         if options["beat"]:
             argv += ["-B", "-s", str(settings.VAR_DIR / "celerybeat-schedule")]
-        self.stdout.write(f"Starting worker {options['name']} on queues {','.join(queues)}")
+        self.stdout.write(
+            f"Starting worker {options['name']} on queues {','.join(queues)} "
+            f"({'threads' if threads else 'prefork'} pool)"
+        )
         sys.stdout.flush()
         os.execve(sys.executable, argv, env)
 
