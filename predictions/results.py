@@ -37,6 +37,7 @@ class StageRecord(TypedDict):
     pid: int
     outcome: str  # ok | error
     detail: NotRequired[str]
+    route_reason: NotRequired[str]  # why a routed task (a model's, centralized) went to `queue`
 
 
 def public_worker(worker: object) -> object:

@@ -1,12 +1,15 @@
-"""Queue choice per stage: TensorFlow models go to `gpu` while a live worker consumes it.
+"""Queue choice per stage: deep models go to `gpu` while a live worker consumes it.
 
-The answer is cached for a few seconds per process, so routing costs nothing per task.
+Each choice is a Route that says why (`route_model`), so a stage record can tell an
+operator why a model ran where it did. The presence answer is cached for a few seconds per
+process, so routing costs nothing per task.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass
 
 from django.conf import settings
 from redis.exceptions import RedisError
@@ -19,22 +22,39 @@ SCORING = "scoring"  # the market clock's work: new days, scoring forecasts of r
 QUEUES = (IO, CPU, GPU, SCORING)
 REQUIRED_QUEUES = (IO, CPU)  # a default request needs both; gpu work falls back to cpu
 logger = logging.getLogger(__name__)
-_cache: dict[str, tuple[float, bool]] = {}
+_cache: dict[str, tuple[float, int | None]] = {}
 _processes: dict[str, tuple[float, int]] = {}
 
 
-def has_consumers(queue: str) -> bool:
+@dataclass(frozen=True)
+class Route:
+    """Where a task goes and, in words an operator reads in its stage record, why."""
+
+    queue: str
+    reason: str
+
+
+NO_GPU_BENEFIT = "runs on the CPU (no GPU benefit)"
+
+
+def consumer_count(queue: str) -> int | None:
+    """Live workers consuming `queue`; None when Redis could not say (cached)."""
     now = time.monotonic()
     cached = _cache.get(queue)
     if cached and now - cached[0] < settings.ROUTING_CACHE_SECONDS:
         return cached[1]
+    answer: int | None
     try:
-        answer = bool(presence.consumers_of(queue))
+        answer = len(presence.consumers_of(queue))
     except RedisError as exc:  # without presence data, fall back to the CPU
         logger.warning("no presence data for queue %s, routing to cpu: %s", queue, exc)
-        answer = False
+        answer = None
     _cache[queue] = (now, answer)
     return answer
+
+
+def has_consumers(queue: str) -> bool:
+    return bool(consumer_count(queue))
 
 
 def model_processes() -> int:
@@ -56,17 +76,36 @@ def model_processes() -> int:
     return count
 
 
-def queue_for_model(name: str) -> str:
+def route_model(name: str) -> Route:
     info = {m["name"]: m for m in model_info()}
-    if info.get(name, {}).get("benefits_from_gpu") and has_consumers(GPU):
-        return GPU
-    return CPU
+    if not info.get(name, {}).get("benefits_from_gpu"):
+        return Route(CPU, NO_GPU_BENEFIT)
+    live = consumer_count(GPU)
+    if live is None:
+        return Route(CPU, "benefits from a GPU but Redis gave no worker presence: cpu")
+    if live == 0:
+        return Route(CPU, "benefits from a GPU but no live worker consumes gpu: cpu")
+    workers = "1 live gpu worker consumes" if live == 1 else f"{live} live gpu workers consume"
+    return Route(GPU, f"benefits from a GPU and {workers} gpu")
+
+
+def route_models(names: list[str]) -> Route:
+    """One task that runs every model goes to `gpu` if any of them would; its reason is the
+    deep models' (named after it), else the CPU one."""
+    routes = {name: route_model(name) for name in names}
+    deep = [name for name, route in routes.items() if route.reason != NO_GPU_BENEFIT]
+    if not deep:
+        return Route(CPU, NO_GPU_BENEFIT)
+    first = routes[deep[0]]
+    return Route(first.queue, f"{first.reason} ({', '.join(deep)})")
+
+
+def queue_for_model(name: str) -> str:
+    return route_model(name).queue
 
 
 def queue_for_models(names: list[str]) -> str:
-    """One task that runs every model goes to `gpu` if any of them would."""
-    queues = {queue_for_model(name) for name in names}
-    return GPU if GPU in queues else CPU
+    return route_models(names).queue
 
 
 def forget() -> None:

@@ -59,14 +59,28 @@ def priority(request: PredictionRequest) -> dict[str, int]:
     return {}
 
 
-def _header(name: str, args: tuple[Any, ...], queue: str, request: PredictionRequest) -> Signature:
+# The message header that carries a routed task's Route.reason; the worker's stage clock
+# copies it into the stage record (`route_reason`).
+ROUTE_REASON = "route_reason"
+
+
+def _header(
+    name: str,
+    args: tuple[Any, ...],
+    queue: str | queue_routing.Route,
+    request: PredictionRequest,
+) -> Signature:
     """A header task: immutable (ignores the previous result) and expired at the deadline,
     so nothing runs for a request the sweeper has already failed. It stores no task result:
     a chord's join receives each header task's part in its own Redis set (the Redis
     backend's ordered join), and nothing else reads a part, so storing and publishing it as
-    a task result as well wrote every part three times more through Redis."""
-    options = {"queue": queue, "expires": request.deadline, "ignore_result": True,
-               **priority(request)}  # fmt: skip
+    a task result as well wrote every part three times more through Redis. A Route's
+    reason travels in the message's headers."""
+    route = queue if isinstance(queue, queue_routing.Route) else queue_routing.Route(queue, "")
+    options: dict[str, Any] = {"queue": route.queue, "expires": request.deadline,
+                               "ignore_result": True, **priority(request)}  # fmt: skip
+    if route.reason:
+        options["headers"] = {ROUTE_REASON: route.reason}
     return Signature(name, args=args, options=options, immutable=True)
 
 
@@ -77,14 +91,14 @@ def fetch_prices(request: PredictionRequest) -> Signature:
 
 def model_task(request: PredictionRequest, model: str, price_key: str) -> Signature:
     args = (str(request.id), model, price_key, request.horizon, request.warm_start)
-    return _header(RUN_MODEL, args, queue_routing.queue_for_model(model), request)
+    return _header(RUN_MODEL, args, queue_routing.route_model(model), request)
 
 
 def analyze_sentiment(request: PredictionRequest) -> Signature:
     return _header(ANALYZE_SENTIMENT, (str(request.id), request.symbol), queue_routing.IO, request)
 
 
-def run_centralized(request: PredictionRequest, queue: str) -> Signature:
+def run_centralized(request: PredictionRequest, queue: str | queue_routing.Route) -> Signature:
     return _header(RUN_CENTRALIZED, (str(request.id),), queue, request)
 
 
@@ -92,8 +106,8 @@ def first_task(request: PredictionRequest) -> Signature:
     """What starts the request's strategy: the whole pipeline in one task (`centralized`),
     or the price coordinator, which launches the rest (`chord`, `cascade`)."""
     if request.strategy == Strategy.CENTRALIZED:
-        queue = queue_routing.queue_for_models(list(settings.PREDICTION_MODELS))
-        return run_centralized(request, queue)
+        route = queue_routing.route_models(list(settings.PREDICTION_MODELS))
+        return run_centralized(request, route)
     return fetch_prices(request)
 
 

@@ -10,8 +10,17 @@ from celery import Task
 
 from predictions import progress
 from predictions.results import StageRecord
+from serving.signatures import ROUTE_REASON
 
 log = logging.getLogger(__name__)
+
+
+def _route_reason(task: Task) -> str | None:
+    """Why the task's queue was chosen, from its message headers (serving.signatures puts it
+    there for routed tasks); None for tasks with a fixed queue."""
+    request = task.request
+    reason = getattr(request, ROUTE_REASON, None) or (request.headers or {}).get(ROUTE_REASON)
+    return str(reason) if reason else None
 
 
 class StageClock:
@@ -46,6 +55,9 @@ class StageClock:
         }
         if detail:
             record["detail"] = detail
+        reason = _route_reason(self.task)
+        if reason:
+            record["route_reason"] = reason
         if publish:
             progress.record_stage(self.request_id, dict(record))
         log.info(

@@ -38,12 +38,21 @@ def test_tensorflow_models_go_to_a_live_gpu_worker_and_back_to_cpu(staff_api_cli
             "cpu",
             celery_worker,
         )
+        # Each stage record says why its task went where it did.
+        assert stages["model:lstm"]["route_reason"] == (
+            "benefits from a GPU and 1 live gpu worker consumes gpu"
+        )
+        assert stages["model:ridge"]["route_reason"] == "runs on the CPU (no GPU benefit)"
+        assert "route_reason" not in stages["sentiment"]  # io: a fixed queue, nothing chosen
 
         # The centralized baseline runs all of its stages where TensorFlow runs best.
         stages = stages_by_name(
             predict_cold(staff_api_client, symbol="IBM", strategy="centralized")
         )
         assert {(s["queue"], s["worker"]) for s in stages.values()} == {("gpu", gpu_worker)}
+        assert stages["model:ridge"]["route_reason"] == (
+            "benefits from a GPU and 1 live gpu worker consumes gpu (lstm, tcn)"
+        )
     finally:
         stop_process(gpu_proc)
 
@@ -52,4 +61,7 @@ def test_tensorflow_models_go_to_a_live_gpu_worker_and_back_to_cpu(staff_api_cli
     assert (stages["model:lstm"]["queue"], stages["model:lstm"]["worker"]) == (
         "cpu",
         celery_worker,
+    )
+    assert stages["model:lstm"]["route_reason"] == (
+        "benefits from a GPU but no live worker consumes gpu: cpu"
     )

@@ -61,7 +61,8 @@ function miniWaterfall(r) {
     bar.style.left = `${Math.max(0, Math.min(100, left * 100))}%`;
     bar.style.width = `${Math.max(1, Math.min(100, (s.duration_ms / total) * 100))}%`;
     bar.style.background = s.outcome === "ok" ? workerColor(s.worker || "?") : "#dc2626";
-    bar.title = `${s.stage} @ ${s.worker} (${s.queue}): ${fmtMs(s.duration_ms)}`;
+    const why = s.route_reason ? `, ${s.route_reason}` : "";
+    bar.title = `${s.stage} @ ${s.worker} (${s.queue}${why}): ${fmtMs(s.duration_ms)}`;
     box.append(bar);
   }
   return box;

@@ -61,7 +61,7 @@ function renderStages(stages, status) {
     const row = body.insertRow();
     cell(row, s.stage);
     cell(row, s.worker || "");
-    cell(row, s.queue || "");
+    cell(row, s.queue || "").title = s.route_reason || ""; // why it went there
     cell(row, fmt(s.duration_ms, 0), "num");
     cell(row, s.outcome, s.outcome === "ok" ? "ok" : "bad");
   }
