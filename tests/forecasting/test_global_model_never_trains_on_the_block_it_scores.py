@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from benchmarks.evaluate import HELD_OUT_BARS
 from benchmarks.evaluation.pooled_folds import PooledFolds, cutoffs, global_out_of_sample
 from benchmarks.evaluation.walkforward import Windows
+from predictions.forecasting import global_lstm
+from predictions.prices import SAMPLE_SYMBOLS, load_sample
 
 TINY = {"window": 10, "units": 4, "epochs": 1, "batch_size": 64, "train_points": 200}
 
@@ -50,3 +53,12 @@ def test_the_global_run_forecasts_every_origin_of_the_windows():
     assert run.cum_log.shape == (250, 5)
     assert np.all(np.isfinite(run.cum_log))
     assert run.modes == ["trained", "fine-tuned", "fine-tuned"]
+
+
+def test_the_serving_network_leaves_out_the_year_the_evaluation_holds_out():
+    series = global_lstm.sample_series()
+
+    assert global_lstm.SERVING_HELD_OUT_BARS == HELD_OUT_BARS
+    assert set(series) == {s for s in SAMPLE_SYMBOLS if len(load_sample(s)) > HELD_OUT_BARS}
+    for symbol, prices in series.items():
+        np.testing.assert_array_equal(prices, load_sample(symbol).adj_close[:-HELD_OUT_BARS])
