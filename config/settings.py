@@ -202,6 +202,9 @@ GLOBAL_MODEL_FINE_TUNE_DAYS = env_int("GLOBAL_MODEL_FINE_TUNE_DAYS", 7, minimum=
 # (predictions/forecasting/batching.py): the latency objective AIMD sizes batches under.
 # 0 turns batching off (each request its own forward pass).
 DEEP_BATCH_OBJECTIVE_MS = env_float("DEEP_BATCH_OBJECTIVE_MS", 100.0, minimum=0.0)
+# How long a batch may wait to fill before it leaves (never past the objective). 0: a batch
+# is what queued while the one before ran, so a quiet worker answers at once.
+DEEP_BATCH_MAX_WAIT_MS = env_float("DEEP_BATCH_MAX_WAIT_MS", 0.0, minimum=0.0)
 # A worker's pool (`manage.py start_worker --pool`): auto runs a GPU worker's tasks as
 # threads of one process (one copy of each network on the device, forward passes batched
 # across requests), any other worker's as prefork processes.

@@ -57,11 +57,11 @@ class _Pending:
 
     def add(self, pipe: Any, counts: Mapping[str, int], sums: Mapping[str, float]) -> None:
         """Add; when FLUSH_SECONDS have passed, queue everything on `pipe` (the event's own
-        round trip), else make sure a timer will send it."""
+        round trip), else (or with no pipe) make sure a timer will send it."""
         with self.lock:
             self.counts.update(counts)
             self.sums.update(sums)
-            if time.monotonic() - self.sent_at >= FLUSH_SECONDS:
+            if pipe is not None and time.monotonic() - self.sent_at >= FLUSH_SECONDS:
                 self._queue_on(pipe)
             elif self.timer is None:
                 self.timer = threading.Timer(FLUSH_SECONDS, flush)
@@ -157,6 +157,22 @@ def count_request(pipe: Any, event: dict[str, Any]) -> None:
     _add(pipe, counts, sums)
 
 
+BATCH_BUCKETS = tuple(float(2**i) for i in range(14))  # 1 .. 8192 rows
+
+
+def count_batch(device: str, requests: int, rows: int, met: bool) -> None:
+    """One forward pass of a worker's batcher (`predictions.forecasting.batching`): how many
+    requests and rows rode in it, and whether its oldest request met the objective. Sent
+    by this process's timer: the batcher has no event of its own to ride on."""
+    counts = {
+        f"batch{SEP}{device}{SEP}{_bucket(BATCH_BUCKETS, rows)}": 1,
+        f"batch_req{SEP}{device}": requests,
+    }
+    if not met:
+        counts[f"batch_late{SEP}{device}"] = 1
+    _add(None, counts, {f"batch_sum{SEP}{device}": float(rows)})
+
+
 @dataclass
 class Histogram:
     """One labelled histogram read back from the hash: per-bucket counts and the sum."""
@@ -186,6 +202,9 @@ class Snapshot:
     requests: dict[str, int] = field(default_factory=dict)
     cache: dict[str, int] = field(default_factory=dict)
     refused: dict[str, int] = field(default_factory=dict)
+    batches: dict[str, Histogram] = field(default_factory=dict)  # rows per call, by device
+    batch_requests: dict[str, int] = field(default_factory=dict)
+    batches_late: dict[str, int] = field(default_factory=dict)
 
 
 def parse(raw: Mapping[bytes | str, bytes | str]) -> Snapshot:
@@ -215,4 +234,13 @@ def parse(raw: Mapping[bytes | str, bytes | str]) -> Snapshot:
             snap.cache[parts[1]] = int(value)
         elif kind == "refused" and len(parts) == 2:
             snap.refused[parts[1]] = int(value)
+        elif kind == "batch" and len(parts) == 3:
+            hist = snap.batches.setdefault(parts[1], Histogram(BATCH_BUCKETS))
+            hist.counts[min(int(parts[2]), len(hist.bounds))] += int(value)
+        elif kind == "batch_sum" and len(parts) == 2:
+            snap.batches.setdefault(parts[1], Histogram(BATCH_BUCKETS)).total = float(value)
+        elif kind == "batch_req" and len(parts) == 2:
+            snap.batch_requests[parts[1]] = int(value)
+        elif kind == "batch_late" and len(parts) == 2:
+            snap.batches_late[parts[1]] = int(value)
     return snap

@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 from django.conf import settings
 
-from predictions import generations, model_registry
+from predictions import event_metrics, generations, model_registry
 from predictions.forecasting import batching
 from predictions.forecasting.global_lstm import (
     GlobalNetwork,
@@ -184,7 +184,12 @@ def _batched(network: GlobalNetwork, x: np.ndarray) -> np.ndarray:
         batching.warm(run, x[0])  # every batch shape traced before the first batch
         return run
 
-    return batching.shared(f"{MODEL}:{network.digest[:16]}:{device}", make_run, objective_s)(x)
+    def count(record: batching.BatchRecord) -> None:
+        event_metrics.count_batch(device, record.requests, record.rows, record.met)
+
+    key = f"{MODEL}:{network.digest[:16]}:{device}"
+    max_wait_s = settings.DEEP_BATCH_MAX_WAIT_MS / 1000
+    return batching.shared(key, make_run, objective_s, count, max_wait_s)(x)
 
 
 def install() -> None:

@@ -37,6 +37,7 @@ class StockserveCollector(Collector):
         yield from self._latency(snap)
         yield from self._stages(snap)
         yield from self._counters(snap)
+        yield from self._batches(snap)
         yield from self._system()
 
     @staticmethod
@@ -100,6 +101,35 @@ class StockserveCollector(Collector):
             "Predictions that ended failed (deadline passed, no price data, a bug).",
             value=snap.requests.get("failed", 0),
         )
+
+    @staticmethod
+    def _batches(snap: event_metrics.Snapshot) -> Iterator[Metric]:
+        rows = HistogramMetricFamily(
+            "stockserve_model_batch_rows",
+            "Windows per forward pass of a worker's batcher (the global model's inference, "
+            "batched across requests), by device.",
+            labels=["device"],
+        )
+        for device, hist in sorted(snap.batches.items()):
+            rows.add_metric([device], list(hist.cumulative()), hist.total)
+        yield rows
+        requests = CounterMetricFamily(
+            "stockserve_model_batch_requests",
+            "Requests (forward passes asked for) served by the batchers, by device; against "
+            "the calls counted in stockserve_model_batch_rows, how many shared one.",
+            labels=["device"],
+        )
+        late = CounterMetricFamily(
+            "stockserve_model_batches_late",
+            "Batcher calls whose oldest request missed DEEP_BATCH_OBJECTIVE_MS (AIMD cut the "
+            "batch size after each).",
+            labels=["device"],
+        )
+        for device in sorted(snap.batches):
+            requests.add_metric([device], snap.batch_requests.get(device, 0))
+            late.add_metric([device], snap.batches_late.get(device, 0))
+        yield requests
+        yield late
 
     @staticmethod
     def _system() -> Iterator[Metric]:

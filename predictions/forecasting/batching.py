@@ -15,6 +15,7 @@ the batch leaves when its oldest request would otherwise miss it, however few it
 
 from __future__ import annotations
 
+import contextlib
 import math
 import os
 import threading
@@ -75,6 +76,7 @@ class BatchRecord:
     """One call the batcher made: when, how many rows, the size allowed then, its timing."""
 
     at: float  # seconds since the batcher started
+    requests: int
     rows: int
     limit: int
     run_s: float
@@ -98,12 +100,14 @@ class AdaptiveBatcher:
         name: str = "batcher",
         history: int = 10_000,
         max_wait_s: float = 0.0,
+        on_batch: Callable[[BatchRecord], None] | None = None,
     ) -> None:
         self.run_batch = run_batch
         self.objective_s = objective_s
         self.controller = controller or AIMD(objective_s)
         self.name = name
         self.max_wait_s = max_wait_s
+        self.on_batch = on_batch
         self.records: deque[BatchRecord] = deque(maxlen=history)
         self._queue: deque[_Request] = deque()
         self._queued_rows = 0
@@ -178,16 +182,19 @@ class AdaptiveBatcher:
         latency_s = finished - batch[0].arrived
         limit = self.controller.size
         self.controller.observe(rows, latency_s)
-        self.records.append(
-            BatchRecord(
-                at=started - self._started,
-                rows=rows,
-                limit=limit,
-                run_s=run_s,
-                oldest_latency_s=latency_s,
-                met=latency_s <= self.objective_s,
-            )
+        record = BatchRecord(
+            at=started - self._started,
+            requests=len(batch),
+            rows=rows,
+            limit=limit,
+            run_s=run_s,
+            oldest_latency_s=latency_s,
+            met=latency_s <= self.objective_s,
         )
+        self.records.append(record)
+        if self.on_batch is not None:
+            with contextlib.suppress(Exception):  # a statistic never stops the batcher
+                self.on_batch(record)
 
 
 def padded_to_powers_of_two(run_batch: RunBatch, ceiling: int = 8192) -> RunBatch:
@@ -221,7 +228,13 @@ _shared_pid = os.getpid()
 _shared_lock = threading.Lock()
 
 
-def shared(key: str, make_run: Callable[[], RunBatch], objective_s: float) -> AdaptiveBatcher:
+def shared(
+    key: str,
+    make_run: Callable[[], RunBatch],
+    objective_s: float,
+    on_batch: Callable[[BatchRecord], None] | None = None,
+    max_wait_s: float = 0.0,
+) -> AdaptiveBatcher:
     """This process's batcher for `key` (a network on a device), made and warmed (every
     batch shape traced) on first use.
 
@@ -235,5 +248,7 @@ def shared(key: str, make_run: Callable[[], RunBatch], objective_s: float) -> Ad
             _shared_pid = os.getpid()
         batcher = _shared.get(key)
         if batcher is None or batcher.objective_s != objective_s:
-            batcher = _shared[key] = AdaptiveBatcher(make_run(), objective_s, name=key)
+            batcher = _shared[key] = AdaptiveBatcher(
+                make_run(), objective_s, name=key, on_batch=on_batch, max_wait_s=max_wait_s
+            )
         return batcher
