@@ -29,6 +29,7 @@ from predictions.forecasting import batching
 from predictions.forecasting.global_lstm import (
     GlobalNetwork,
     cached_training,
+    predict_windows,
     sample_series,
     set_network_source,
     set_window_predictor,
@@ -197,3 +198,11 @@ def install() -> None:
     forward passes batched across the process's requests (DEEP_BATCH_OBJECTIVE_MS > 0)."""
     set_network_source(serving_network)
     set_window_predictor(_batched if settings.DEEP_BATCH_OBJECTIVE_MS > 0 else None)
+
+
+def warm_up() -> None:
+    """Before a worker's first task: the serving network read (or, the very first time,
+    trained) and its batcher made, every batch shape traced."""
+    network = serving_network()
+    window = int(network.params["window"])
+    predict_windows(network, np.zeros((1, window, 1), np.float32))

@@ -74,7 +74,7 @@ def _warm_models() -> None:
         from predictions import global_network
 
         global_network.install()  # the registry's pooled network, batched across requests
-        global_network.serving_network()  # read (or, the very first time, trained) now
+        global_network.warm_up()
     for name in settings.PREDICTION_MODELS:
         get_model_class(name)  # statsmodels, scikit-learn & co. now, not on the first request
     seconds = warm_up_models(
