@@ -33,17 +33,25 @@ class RedisBackendForWorkers(RedisBackend):
         pending: Any = super().add_pending_result
         return pending(result, weak=weak, start_drainer=start_drainer)
 
-    def chord_parts_so_far(self, group_id: str) -> list[Any]:
-        """The results a chord's header tasks have handed its join so far, in header order.
+    def chord_parts_so_far(self, group_id: str) -> list[Any] | None:
+        """The results a chord's header tasks have handed its join so far, in header order;
+        None once the join is complete (its callback claimed or sent with every part).
 
         Why: the latency objective (workers/stragglers.py) answers before the join is
         complete. The ordered join (`result_chord_ordered`, on by default) keeps each
-        result in a sorted set scored by its place in the header; once the callback is
-        sent, Celery deletes the set (an empty list here). A header task that raised (a
-        bug: the chord's errback handles it) is left out.
+        result in a sorted set scored by its place in the header; the last part claims the
+        callback (`.c`, later "done") and Celery then deletes the set, so an empty set alone
+        would not tell "nothing arrived" from "all of it went to the callback". A header task
+        that raised (a bug: the chord's errback handles it) is left out.
         """
-        key = self.get_key_for_group(group_id, ".j")
         ordered = getattr(self, "_chord_zset", True)  # Celery's own reading of the option
-        raw = self.client.zrange(key, 0, -1) if ordered else self.client.lrange(key, 0, -1)
+        join = self.get_key_for_group(group_id, ".j")
+        with self.client.pipeline(transaction=True) as pipe:
+            pipe.get(self.get_key_for_group(group_id, ".c"))
+            read = pipe.zrange if ordered else pipe.lrange
+            read(join, 0, -1)
+            claimed, raw = pipe.execute()
+        if claimed is not None:
+            return None
         decoded = [self.decode(entry) for entry in raw]  # [1, task id, state, result]
         return [result for _, _, state, result in decoded if state == states.SUCCESS]

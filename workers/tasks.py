@@ -108,6 +108,8 @@ def combine_at_objective(
     if request is None or not isinstance(backend, RedisBackendForWorkers):
         return None
     arrived = backend.chord_parts_so_far(group_id)
+    if arrived is None:  # every part arrived: the chord's callback answers
+        return None
     return stragglers.combine_at_objective(
         self, request, arrived, models, prices_stage, earlier, launched_at
     )
