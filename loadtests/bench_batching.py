@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import gc
 import json
 import shutil
 import sys
@@ -162,6 +163,8 @@ def inference(args: argparse.Namespace) -> dict[str, Any]:
     objective = args.objective_ms / 1000
     padded = batching.padded_to_powers_of_two(network.predict_scaled)
     batching.warm(padded, windows[0])  # every batch shape traced before timing
+    gc.collect()
+    gc.freeze()  # as a worker does after its warm-up (workers/process_warmup.py)
 
     one_at_a_time = batching.AdaptiveBatcher(
         network.predict_scaled, objective,
