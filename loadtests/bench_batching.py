@@ -4,17 +4,19 @@ per-symbol training.
 
 1. **Inference at an objective.** One process, this machine's CPU, the global model's
    network. Requests (one window each, drawn from real symbols' windows) arrive open-loop
-   at a fixed rate for a few seconds a step; the rate climbs ×1.25 until a step's p99
-   exceeds the objective or the step leaves a backlog. "Unbatched" is today's path: each
-   request its own forward pass, one at a time (the network's lock). "Batched" is the
-   same queue in front of the network with `AdaptiveBatcher`, its size chosen by AIMD.
+   at a fixed rate for a few seconds a step, offered by the one load engine
+   (`loadtests/engine.py`, its jobs calls in this process); the rate climbs ×1.25 until a
+   step's p99 exceeds the objective or the step leaves a backlog. "Unbatched" is today's
+   path: each request its own forward pass, one at a time (the network's lock).
+   "Batched" is the same queue in front of the network with `AdaptiveBatcher`, its size
+   chosen by AIMD.
    The figure is the highest rate whose step met the objective; the batch sizes AIMD
    chose over the batched run are printed beside it.
 2. **Cold predictions.** `make run`'s stack twice, each with its own Redis and database:
    the per-symbol deep model (trained in the request) and the global model (its pooled
-   network trained before the stack is ready: the training of part 1, read from the disk
-   cache). A cold request (`warm_start: false`, no cached answer) for each offline symbol,
-   p50 and p95.
+   network trained, or read from `var/global_model/`, while the stack warms up, before it
+   is ready). A cold request (`warm_start: false`, no cached answer) for each offline
+   symbol, p50 and p95.
 
 Reports go to stdout and loadtests/reports/bench-batching-<time>.md.
 """
@@ -22,13 +24,12 @@ Reports go to stdout and loadtests/reports/bench-batching-<time>.md.
 from __future__ import annotations
 
 import argparse
-import contextlib
+import asyncio
 import gc
 import json
 import shutil
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -39,7 +40,10 @@ from typing import Any
 
 import numpy as np
 
+from loadtests import engine
 from loadtests.latencies import percentile
+from loadtests.rawlog import Row
+from loadtests.workload import Outcome
 
 REPORTS = Path(__file__).resolve().parent / "reports"
 
@@ -69,6 +73,19 @@ def _windows(count: int, window: int) -> np.ndarray:
     return pool[picks][..., None].astype(np.float32)
 
 
+def _job(call: Callable[[np.ndarray], Future[np.ndarray]], window: np.ndarray) -> engine.Job:
+    """One request of one window, answered when the batcher's future is."""
+
+    async def job(_client: engine.Client) -> Outcome:
+        try:
+            await asyncio.wrap_future(call(window[None]))
+        except Exception as exc:  # noqa: BLE001 - the request failed: recorded, not raised
+            return Outcome(False, type(exc).__name__, error=str(exc))
+        return Outcome(True, "ok")
+
+    return job
+
+
 def _step(
     call: Callable[[np.ndarray], Future[np.ndarray]],
     windows: np.ndarray,
@@ -76,39 +93,24 @@ def _step(
     seconds: float,
     objective_s: float,
 ) -> Step:
-    """Requests at `rate` for `seconds`, open loop; a request's latency counts from when it
-    was due, so a generator that falls behind is charged to the server, not hidden."""
-    latencies: list[float] = []
-    lock = threading.Lock()
-    offered = int(rate * seconds)
-    start = time.perf_counter()
-
-    def answered(due: float) -> Callable[[Future[np.ndarray]], None]:
-        def record(future: Future[np.ndarray]) -> None:
-            if future.exception() is None:
-                with lock:
-                    latencies.append(time.perf_counter() - due)
-
-        return record
-
-    futures = []
-    for i in range(offered):
-        due = start + i / rate
-        delay = due - time.perf_counter()
-        if delay > 0.0005:
-            time.sleep(delay)  # pacing the open-loop generator, not waiting for a result
-        future = call(windows[i % len(windows)][None])
-        future.add_done_callback(answered(due))
-        futures.append(future)
-    drain_until = time.perf_counter() + max(2 * objective_s, 1.0)
-    for future in futures:
-        remaining = drain_until - time.perf_counter()
-        if remaining <= 0:
-            break
-        with contextlib.suppress(Exception):  # counted as unanswered below
-            future.result(timeout=remaining)
-    with lock:
-        done = sorted(latencies)
+    """Requests at `rate` for `seconds`, offered by the load engine (open loop: a request's
+    latency counts from when it was due, so a generator that fell behind is charged to the
+    server, not hidden). The requests are calls in this process: no HTTP."""
+    offsets = engine.steady(rate, seconds)
+    arrivals = [
+        engine.Arrival(at, "inference", "window", _job(call, windows[i % len(windows)]))
+        for i, at in enumerate(offsets)
+    ]
+    rows: list[Row] = []
+    engine.run(
+        "http://127.0.0.1:9",  # never dialled: the jobs call the batcher
+        arrivals,
+        rows.append,
+        drain_s=max(2 * objective_s, 1.0),
+        max_in_flight=len(arrivals),
+    )
+    done = sorted(row.latency_ms / 1000 for row in rows if row.ok)
+    offered = len(arrivals)
     p99 = (percentile(done, 99) or float("inf")) if len(done) == offered else float("inf")
     return Step(
         rate=rate,
@@ -170,7 +172,7 @@ def inference(args: argparse.Namespace) -> dict[str, Any]:
         network.predict_scaled, objective,
         controller=batching.AIMD(objective, start=1, ceiling=1), name="unbatched",
     )  # fmt: skip
-    adaptive = batching.AdaptiveBatcher(padded, objective, name="batched")
+    adaptive = batching.AdaptiveBatcher(padded, objective, name="batched", history=10**6)
     print(f"  unbatched (one window per forward pass), objective p99 <= {args.objective_ms} ms")
     unbatched = ladder(
         one_at_a_time.submit, windows, start_rate=args.start_rate, seconds=args.seconds,

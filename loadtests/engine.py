@@ -14,7 +14,8 @@ installed) holds thousands of arrivals in flight where a thread per arrival woul
 
 Every load that `make` offers is a schedule over `run`: `make bench-api` (one request per
 arrival), `make step-load`, `make experiment` and `make cluster-bench` (predictions
-submitted, then long-polled until final), `make soak` (a mix of both). Each arrival
+submitted, then long-polled until final), `make soak` (a mix of both), `make
+bench-batching` (calls into a batcher in the same process, no HTTP). Each arrival
 becomes one `rawlog.Row`, the raw data every reported statistic is computed from.
 
     python -m loadtests.engine --host http://127.0.0.1:8000 --rate 2 --seconds 30 --cold
@@ -197,7 +198,8 @@ Job = Callable[[Client], Awaitable[Outcome]]
 @dataclass(frozen=True)
 class Arrival:
     at: float  # seconds after the start
-    kind: str  # `http` (one request) or `prediction` (submitted, then followed to its end)
+    kind: str  # `http` (one request), `prediction` (submitted, then followed to its end),
+    # `inference` (an in-process call: bench-batching)
     name: str
     job: Job
 
