@@ -46,7 +46,7 @@ from benchmarks.evaluation.pooled_folds import PooledFolds, cutoffs, global_out_
 from benchmarks.evaluation.runs import SymbolRuns
 from benchmarks.evaluation.walkforward import plan_windows
 from predictions.forecasting.calibration import TABLE_PATH
-from predictions.forecasting.catalog import MODEL_NAMES, get_spec
+from predictions.forecasting.catalog import DEFAULT_MODELS, MODEL_NAMES, get_spec
 from predictions.forecasting.range_variance import Bars
 from predictions.forecasting.scorecard import SCORECARD_PATH, scorecard_from
 from predictions.prices import SAMPLE_SYMBOLS, PriceHistory, load_sample
@@ -162,6 +162,8 @@ def _symbol_runs(
         runs.runs.append(
             global_out_of_sample(history.adj_close, history.dates, runs.windows, steps, folds)
         )
+    # Scored beside the others; only the served ensemble is replayed and calibrated.
+    runs.scored_only = frozenset(args.models) - set(DEFAULT_MODELS)
     return runs
 
 

@@ -40,7 +40,7 @@ def evaluate(
     rules = {
         str(h): compare_rules(series, h, method, sigmas, seed=seed)
         for h in horizons
-        if any(len(sr.ok_runs()) >= 2 for sr in series)
+        if any(len(sr.members()) >= 2 for sr in series)
     }
     report: dict[str, Any] = {
         "horizons": list(horizons),

@@ -25,7 +25,7 @@ def tune_unsure(series: list[SymbolRuns], horizon: int) -> float:
     values = [
         sr.replayed(LIVE.name, horizon).select(sr.windows.tune_origins(horizon)).spread
         for sr in series
-        if len(sr.ok_runs()) >= 2
+        if len(sr.members()) >= 2
     ]
     return doubt.tune_threshold(np.concatenate(values) if values else np.empty(0))
 
@@ -86,7 +86,7 @@ def compare_rules(
 ) -> dict[str, Any]:  # fmt: skip
     """Each candidate rule for `unsure`, tuned to flag the same share of the tune windows:
     its error ratio on the tune windows (which picks the rule) and on the test windows."""
-    usable = [sr for sr in series if len(sr.ok_runs()) >= 2]
+    usable = [sr for sr in series if len(sr.members()) >= 2]
     out: dict[str, Any] = {"volatility_method": method, "rules": {}}
     for rule in RULES:
         windows: dict[str, list[tuple[np.ndarray, np.ndarray]]] = {"tune": [], "test": []}

@@ -82,8 +82,9 @@ def _row(
 
 
 def _static_weights(sr: SymbolRuns, horizon: int) -> dict[str, float]:
-    """Weights by the combiner's rule, from each model's error over the whole tune window."""
-    runs = sr.ok_runs()
+    """Weights by the combiner's rule, from each ensemble member's error over the whole tune
+    window."""
+    runs = sr.members()
     origins = sr.windows.tune_origins(horizon)
     actual = log_actual(sr, origins, horizon)
     rows = origins - sr.windows.start
@@ -121,7 +122,7 @@ def score_symbol(sr: SymbolRuns, horizon: int, *, seed: int = 0) -> dict[str, An
     static = _static_weights(sr, horizon)
     static_path = sum(
         w * np.exp(r.cum_log[rows_index, :horizon])
-        for r, w in zip(runs, static.values(), strict=True)
+        for r, w in zip(sr.members(), static.values(), strict=True)
     )
     rows.append(
         _row("ensemble (tuned weights)", np.log(static_path), actual, naive_loss, horizon, seed)

@@ -37,17 +37,26 @@ class SymbolRuns:
     dates: np.ndarray | None = None
     bars: Bars | None = None  # open/high/low/close for the range-based bands, when known
     replays: dict[tuple[str, int], Replay] = field(default_factory=dict)
+    # Models scored beside the others but not members of the replayed ensemble: those the
+    # service does not run unless asked (catalog.DEFAULT_MODELS), so that the band and the
+    # doubt rule a full run calibrates are the served ensemble's.
+    scored_only: frozenset[str] = frozenset()
 
     def ok_runs(self) -> list[OutOfSample]:
         """Models that produced forecasts (the baseline first, as the combiner expects)."""
         return [r for r in self.runs if r.ok]
+
+    def members(self) -> list[OutOfSample]:
+        """The ensemble's models that produced forecasts: what the combiner replays."""
+        return [r for r in self.ok_runs() if r.model not in self.scored_only]
 
     def replayed(self, variant_name: str, horizon: int) -> Replay:
         """The combiner's replay for a variant and horizon, computed once."""
         key = (variant_name, horizon)
         if key not in self.replays:
             variant = LIVE if variant_name == LIVE.name else LEGACY
-            self.replays[key] = replay(self.runs, self.prices, self.windows, horizon, variant)
+            ensemble = [r for r in self.runs if r.model not in self.scored_only]
+            self.replays[key] = replay(ensemble, self.prices, self.windows, horizon, variant)
         return self.replays[key]
 
     def date(self, index: int) -> str:

@@ -3,7 +3,8 @@
 Knows nothing of Django, Celery or HTTP. Modules:
 
 - base: Forecaster contract, ForecastError/StateError, MAX_HORIZON
-- catalog: the five models by name, resolved lazily (TensorFlow only when needed)
+- catalog: the models by name (five served by default, global_lstm opt-in), resolved
+  lazily (TensorFlow only when needed)
 - warmup: TensorFlow warmed up in a worker process before its first task
 - naive, ridge, arima: TensorFlow-free models; lstm, tcn (+ _deep, _windows): Keras models
 - backtest: walk-forward scoring and evaluate_and_forecast() for workers

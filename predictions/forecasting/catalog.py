@@ -67,6 +67,10 @@ MODEL_SPECS: dict[str, ModelSpec] = {
 
 MODEL_NAMES: tuple[str, ...] = tuple(MODEL_SPECS)
 BASELINE = "naive"
+# What PREDICTION_MODELS serves unless set (config/settings.py; a test holds them equal):
+# the ensemble `make evaluate` replays and calibrates. The others in the catalog are
+# scored beside it, opt-in (global_lstm).
+DEFAULT_MODELS: tuple[str, ...] = ("naive", "ridge", "arima", "lstm", "tcn")
 
 
 def get_spec(name: str) -> ModelSpec:
