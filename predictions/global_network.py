@@ -2,7 +2,8 @@
 
 Why: the global model's weights belong to no symbol, so they are trained, stored, served
 and rolled back as generations of one pseudo-symbol (`POOL`), the way a per-symbol
-model's are (`manage.py generations` lists them; `rollback` works on them). A symbol's
+model's are (`manage.py generations '*'` lists them; `rollback '*' global_lstm` works on
+them). A symbol's
 own generation of `global_lstm` is only its scaling over the network that served when it
 was fitted: a cold request for a symbol nobody asked about before waits for no training.
 A new market day fine-tunes the pooled network on the bars every known symbol has by then,
@@ -37,9 +38,10 @@ from predictions.forecasting.global_lstm import (
 from predictions.forecasting.recipes import recipe
 from predictions.models import ModelGeneration, PriceSnapshot
 from predictions.redis_client import get_redis
+from predictions.symbols import POOLED
 
 log = logging.getLogger(__name__)
-POOL = "*"  # the registry's symbol for the network every symbol shares
+POOL = POOLED  # the registry's symbol for the network every symbol shares
 MODEL = "global_lstm"
 _TRAINING_LOCK = "stockserve:global-network:training"
 

@@ -2,7 +2,7 @@
 request is done with the models that finished and names the straggler; the straggler's
 run still reaches the registry, and when the chord's callback finally fires the request
 stays as it was first finished (one final event, one admission place freed). A request
-whose models all finish in time names none."""
+whose models all finish in time names none (tests/integration/test_prediction_end_to_end.py)."""
 
 from __future__ import annotations
 
@@ -12,18 +12,15 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from celery import current_app
 
 from predictions import progress
 from predictions.models import ModelGeneration, PredictionRequest, StoredRun
 from predictions.redis_client import get_redis
-from serving import admission, presence, queue_routing
+from serving import admission, queue_routing
 from tests.support.api import URL, wait_until_final
 from tests.support.processes import (
     WORKER_LOG,
-    start_worker_process,
-    stop_process,
-    wait_for_worker,
+    sole_worker,
 )
 from tests.support.waiting import eventually
 
@@ -46,25 +43,11 @@ QUEUES = f"{queue_routing.IO},{queue_routing.CPU}"
 def straggler_worker(celery_worker: str) -> Iterator[str]:
     """A worker whose ridge hangs HANG s, with a 3 s objective; the suite's worker takes no
     io or cpu task meanwhile, so this one runs every stage."""
-    control = current_app.control
     # Three processes: a hung ridge of the test before must not hold this test's parts.
-    proc = start_worker_process(
-        "straggler", QUEUES, concurrency=3, extra_env=STRAGGLER_ENV, loglevel="INFO"
-    )
-    try:
-        name = wait_for_worker("straggler@", proc, timeout=120)
-        eventually(lambda: warm(name), 120, "the straggler worker's pool warming up", 0.25)
-        for queue in (queue_routing.IO, queue_routing.CPU):
-            control.cancel_consumer(queue, destination=[celery_worker], reply=True, timeout=10)
+    with sole_worker(
+        "straggler", QUEUES, celery_worker, concurrency=3, extra_env=STRAGGLER_ENV
+    ) as name:
         yield name
-    finally:
-        for queue in (queue_routing.IO, queue_routing.CPU):
-            control.add_consumer(queue, destination=[celery_worker], reply=True, timeout=10)
-        stop_process(proc)
-
-
-def warm(hostname: str) -> bool:
-    return any(w["hostname"] == hostname and presence.is_ready(w) for w in presence.alive_workers())
 
 
 @pytest.fixture
@@ -82,18 +65,6 @@ def submit(api_client: Any, symbol: str) -> str:
 
 # First in the file: the suite's worker (the default objective, no hang) answers it before
 # the straggler worker takes over the queues for the rest of the module.
-def test_a_request_whose_models_all_finish_in_time_names_none(staff_api_client, celery_worker):
-    started = time.monotonic()
-    prediction = wait_until_final(staff_api_client, submit(staff_api_client, "GOOG"))
-    took = time.monotonic() - started
-
-    assert prediction["status"] == "done", prediction["error"]
-    result = prediction["result"]
-    assert "late" not in result, f"late after {took:.1f} s: {result['late']}"
-    assert all(m["ok"] and not m.get("late") for m in result["models"])
-    assert all(s["outcome"] == "ok" for s in result["stages"])
-
-
 def test_a_hung_model_leaves_the_answer_done_at_the_objective_and_named(
     staff_api_client, hung_ridge
 ):

@@ -8,13 +8,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from celery import current_app
 from prometheus_client.parser import text_string_to_metric_families
 
 from predictions import global_network
-from serving import presence, queue_routing
+from serving import queue_routing
 from tests.support.api import URL, wait_until_final
-from tests.support.processes import start_worker_process, stop_process, wait_for_worker
+from tests.support.processes import sole_worker
 from tests.support.waiting import eventually
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration]
@@ -38,25 +37,8 @@ def threads_worker(celery_worker: str, settings) -> Iterator[str]:
     that runs every stage (the suite's worker stops consuming meanwhile)."""
     settings.PREDICTION_MODELS = MODELS
     global_network.train(worker="test", epochs=1, train_points=300)
-    control = current_app.control
-    proc = start_worker_process("threads", QUEUES, concurrency=8, extra_env=ENV, loglevel="INFO")
-    try:
-        name = wait_for_worker("threads@", proc, timeout=120)
-        eventually(lambda: ready(name), 120, "the threads worker warming up", 0.25)
-        for queue in (queue_routing.IO, queue_routing.CPU):
-            control.cancel_consumer(queue, destination=[celery_worker], reply=True, timeout=10)
+    with sole_worker("threads", QUEUES, celery_worker, concurrency=8, extra_env=ENV) as name:
         yield name
-    finally:
-        for queue in (queue_routing.IO, queue_routing.CPU):
-            control.add_consumer(queue, destination=[celery_worker], reply=True, timeout=10)
-        stop_process(proc)
-
-
-def ready(hostname: str) -> bool:
-    return any(
-        w["hostname"] == hostname and w.get("pool") == "threads" and presence.is_ready(w)
-        for w in presence.alive_workers()
-    )
 
 
 def batch_counts(client: Any) -> tuple[float, float]:

@@ -34,6 +34,8 @@ def test_it_predicts_aapl_through_the_chord_on_the_worker(staff_api_client, cele
         assert model["worker"] == celery_worker
         assert model["queue"] == "cpu"
     assert math.isclose(sum(m["weight"] for m in models.values()), 1.0, abs_tol=1e-6)
+    # Every model in time for the latency objective (workers/stragglers.py): none named late.
+    assert "late" not in result and not any(m.get("late") for m in models.values())
 
     combined = result["combined"]["forecast"]
     last = result["data"]["last_close"]

@@ -3,8 +3,11 @@ trained once for every known symbol, served, and fine-tuned when enough new bars
 
 from __future__ import annotations
 
+from io import StringIO
+
 import numpy as np
 import pytest
+from django.core.management import call_command
 
 from predictions import generations, global_network, model_registry, price_store
 from predictions.forecasting.global_lstm import SERVING_HELD_OUT_BARS, GlobalNetwork
@@ -44,3 +47,15 @@ def test_new_bars_fine_tune_the_serving_network_and_too_few_change_nothing():
     assert after.params == before.params  # the same network, learning on
     assert not all(np.array_equal(a, b) for a, b in zip(after.weights, before.weights, strict=True))
     assert global_network._Serving().get().digest == after.digest
+
+
+def test_an_operator_lists_and_rolls_back_the_pooled_network_like_any_model():
+    global_network.train(worker="test", **SMALL)
+    price_store.save(load_sample("^GSPC"))
+    global_network.fine_tune(worker="test")
+    out = StringIO()
+    call_command("generations", "*", stdout=out)
+    assert '"global_lstm"' in out.getvalue()
+
+    call_command("generations", "rollback", "*", "global_lstm", reason="fine-tune looks off")
+    assert generations.serving("*", "global_lstm").generation == 1

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from django.db import connection
@@ -65,3 +67,38 @@ def start_worker_process(
 def stop_process(proc: subprocess.Popen[bytes], timeout: float = 20) -> None:
     """TERM the process's whole group (a worker's pool too), KILL after `timeout`."""
     stop_group(proc, timeout)
+
+
+@contextmanager
+def sole_worker(
+    name: str,
+    queues: str,
+    suite_worker: str,
+    *,
+    concurrency: int,
+    extra_env: dict[str, str],
+) -> Iterator[str]:
+    """A worker of a test's own settings that takes every task of `queues` while it lives:
+    started, waited for until warm, and the suite's worker (`suite_worker`) consuming
+    none of those queues meanwhile. Yields its hostname."""
+    from celery import current_app
+
+    control = current_app.control
+    proc = start_worker_process(
+        name, queues, concurrency=concurrency, extra_env=extra_env, loglevel="INFO"
+    )
+    names = queues.split(",")
+    try:
+        hostname = wait_for_worker(f"{name}@", proc, timeout=120)
+        eventually(lambda: _ready(hostname), 120, f"the {name} worker warming up", 0.25)
+        for queue in names:
+            control.cancel_consumer(queue, destination=[suite_worker], reply=True, timeout=10)
+        yield hostname
+    finally:
+        for queue in names:
+            control.add_consumer(queue, destination=[suite_worker], reply=True, timeout=10)
+        stop_process(proc)
+
+
+def _ready(hostname: str) -> bool:
+    return any(w["hostname"] == hostname and presence.is_ready(w) for w in presence.alive_workers())

@@ -1,5 +1,6 @@
 """`manage.py generations SYMBOL` shows which generation of each model serves, which runs
-in shadow, and the changes with their reasons; `... promote SYMBOL MODEL N --reason TEXT`
+in shadow, and the changes with their reasons (SYMBOL `*`: the global model's pooled
+network); `... promote SYMBOL MODEL N --reason TEXT`
 serves generation N; `... rollback SYMBOL MODEL --reason TEXT` serves again the one the
 serving generation replaced. A change is recorded as made by `--by NAME` (default
 "operator")."""
@@ -12,7 +13,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from predictions import generations
-from predictions.symbols import InvalidSymbol, normalize_symbol
+from predictions.symbols import POOLED, InvalidSymbol, normalize_symbol
 
 MAX_BY = 100
 
@@ -35,7 +36,7 @@ class Command(BaseCommand):
             if action in ("promote", "rollback"):
                 self._change(action, words[1:], reason, by)
                 return
-            symbol = normalize_symbol(action)
+            symbol = _symbol(action)
         except InvalidSymbol as exc:
             raise CommandError(str(exc)) from exc
         body = {"models": generations.state(symbol), "events": generations.history(symbol, 20)}
@@ -51,7 +52,7 @@ class Command(BaseCommand):
             )
         if not reason.strip():
             raise CommandError("Say why with --reason: every change is recorded with it.")
-        symbol, model = normalize_symbol(rest[0]), rest[1]
+        symbol, model = _symbol(rest[0]), rest[1]
         if not by.strip() or len(by) > MAX_BY:
             raise CommandError(f"--by names who decided, in 1 to {MAX_BY} characters.")
         # The name given, never the server's Unix account (anyone reading the trail would
@@ -67,3 +68,8 @@ class Command(BaseCommand):
         except generations.GenerationError as exc:
             raise CommandError(str(exc)) from exc
         self.stdout.write(f"{symbol}/{model}: generation {event.generation} {event.action}")
+
+
+def _symbol(word: str) -> str:
+    """A ticker, or `*`: the global model's pooled network, which no ticker can name."""
+    return POOLED if word == POOLED else normalize_symbol(word)
