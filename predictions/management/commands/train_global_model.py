@@ -4,8 +4,9 @@
                                                    # when these data and params were trained)
     python manage.py train_global_model --fine-tune  # the serving network on the new bars
 
-`make run` and the playbooks' scheduler run it once at start; without it, the first
-worker that needs the network trains it (the others wait).
+Nothing has to run it: with `global_lstm` in PREDICTION_MODELS, the first worker that finds
+no pooled network trains it while it warms up (the others wait), and a new market day
+fine-tunes it. This is the operator's way to train it ahead, or again.
 """
 
 from __future__ import annotations
