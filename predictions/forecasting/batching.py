@@ -55,13 +55,15 @@ class AIMD:
     def observe(self, rows: int, latency_s: float) -> None:
         """A batch of `rows` whose oldest request waited and ran `latency_s` in all.
 
-        Missed: cut the size. Met with a full batch (slack, and demand to use it): grow.
-        A batch that left part-empty says nothing about a larger size, so it changes nothing.
+        Missed: cut the size. Met with a full batch (slack, and demand to use it): grow by
+        the step, or to `rows` when one request brought more than the size (it went alone
+        and met the objective, so batches that large are known to). A batch that left
+        part-empty says nothing about a larger size, so it changes nothing.
         """
         if latency_s > self.objective_s:
             self.size = max(1, min(self.size - 1, math.floor(self.size * self.backoff)))
         elif rows >= self.size:
-            self.size = min(self.ceiling, self.size + self.step)
+            self.size = min(self.ceiling, max(self.size + self.step, rows))
 
 
 @dataclass

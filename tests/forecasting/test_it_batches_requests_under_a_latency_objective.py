@@ -17,6 +17,14 @@ def test_aimd_grows_while_full_batches_meet_the_objective():
     assert aimd.size == 20
 
 
+def test_aimd_grows_to_what_one_large_request_ran_in_time():
+    aimd = AIMD(0.1, start=5, step=4)
+    aimd.observe(rows=250, latency_s=0.05)  # a backtest's 250 windows went alone, in time
+    assert aimd.size == 250
+    aimd.observe(rows=250, latency_s=0.05)
+    assert aimd.size == 254
+
+
 def test_aimd_cuts_by_a_tenth_on_a_missed_objective():
     aimd = AIMD(0.1, start=100, step=4)
     aimd.observe(rows=100, latency_s=0.2)
