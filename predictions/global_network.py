@@ -58,9 +58,13 @@ def known_series() -> tuple[dict[str, np.ndarray], date]:
 
     series = sample_series()  # as `make evaluate` and the disk cache of trainings read them
     last = {symbol: load_sample(symbol).dates[len(prices) - 1] for symbol, prices in series.items()}
-    for symbol in set(PriceSnapshot.objects.values_list("symbol", flat=True)):
-        snapshot = PriceSnapshot.objects.filter(symbol=symbol).order_by("-last_bar_date").first()
-        if snapshot is None or snapshot.bars <= len(series.get(symbol, ())):
+    newest: dict[str, PriceSnapshot] = {}  # one query, without the snapshots' data
+    for row in PriceSnapshot.objects.order_by("symbol", "-last_bar_date").only(
+        "key", "symbol", "bars"
+    ):
+        newest.setdefault(row.symbol, row)
+    for symbol, snapshot in newest.items():
+        if snapshot.bars <= len(series.get(symbol, ())):
             continue
         history = price_store.load(snapshot.key)
         series[symbol], last[symbol] = np.asarray(history.adj_close), history.dates[-1]
