@@ -23,7 +23,8 @@ from config.env import (
     env_str,
     weak_secret,
 )
-from config.private_files import owner_only_dir, owner_only_sqlite
+from launch import stack_file
+from launch.private_files import owner_only_dir, owner_only_sqlite
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("VAR_DIR", str(BASE_DIR / "var")))
@@ -121,8 +122,27 @@ TEMPLATES = [
     },
 ]
 
+# --- make run's stack (launch/stack_file.py): with no Redis named in the environment, a
+# command in another shell takes the URLs the running launcher gave its processes, never
+# whatever answers on 127.0.0.1:6379 (REDIS_SOURCE says which; commands that use Redis
+# refuse to start without either, predictions/redis_required.py). Production names its own.
+if DEPLOYMENT == "production" and not env_str("REDIS_URL"):
+    raise ImproperlyConfiguredEnv(
+        "REDIS_URL is unset: DEPLOYMENT=production takes its Redis servers from the "
+        "environment only (REDIS_URL, and QUEUE_REDIS_URL for the stream clients)."
+    )
+_STACK = {} if env_str("REDIS_URL") else stack_file.running(VAR_DIR)
+REDIS_SOURCE = "environment" if env_str("REDIS_URL") else "make run" if _STACK else ""
+
+
+def _url(name: str, default: str = "") -> str:
+    """NAME from the environment, else the running stack's (when the environment names
+    no Redis at all), else `default`."""
+    return env_str(name) or _STACK.get(name, "") or default
+
+
 # --- Database: SQLite under var/ by default, PostgreSQL (or any) through DATABASE_URL.
-DATABASE_URL = env_str("DATABASE_URL", f"sqlite:///{VAR_DIR / 'db.sqlite3'}")
+DATABASE_URL = _url("DATABASE_URL", f"sqlite:///{VAR_DIR / 'db.sqlite3'}")
 # Connections live 60 s across requests and tasks; a health check first replaces one the
 # server closed meanwhile (a PostgreSQL restart, an idle timeout) instead of failing the request.
 DATABASES = {
@@ -149,7 +169,7 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 # REDIS_URL: the project's own keys (predictions.redis_client.get_redis) and the Django
 # cache; the broker, the result backend, the channel layer (below) and the stream interface
 # (QUEUE_REDIS_URL) default to it.
-REDIS_URL = env_str("REDIS_URL", "redis://127.0.0.1:6379/0")
+REDIS_URL = _url("REDIS_URL", "redis://127.0.0.1:6379/0")
 CACHES = {
     "default": {
         "BACKEND": "django.core.cache.backends.redis.RedisCache",
@@ -236,8 +256,8 @@ PREDICTION_PRUNE_BATCH = env_int("PREDICTION_PRUNE_BATCH", 1000, minimum=1)
 # The broker's Redis: Celery's queues, bindings and unacknowledged messages; of ours only
 # the epoch marker (predictions.redis_client.epoch); serving/queue_wait.py reads the queues
 # there. The result backend's: task results and chord counters, the most bytes of any role.
-CELERY_BROKER_URL = env_str("CELERY_BROKER_URL") or REDIS_URL
-CELERY_RESULT_BACKEND = env_str("CELERY_RESULT_BACKEND") or REDIS_URL
+CELERY_BROKER_URL = _url("CELERY_BROKER_URL") or REDIS_URL
+CELERY_RESULT_BACKEND = _url("CELERY_RESULT_BACKEND") or REDIS_URL
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
@@ -463,7 +483,7 @@ QUEUE_READ_BATCH = env_int("QUEUE_READ_BATCH", 10, minimum=1)
 # The queue interface's own Redis: the client-facing streams, answers and the clients' ACL
 # users, so no stream client can fill the Redis the broker, admission and the cache live in.
 # Unset: the main Redis (a system check warns under DEPLOYMENT=production; docs/clients.md).
-QUEUE_REDIS_URL = env_str("QUEUE_REDIS_URL") or REDIS_URL
+QUEUE_REDIS_URL = _url("QUEUE_REDIS_URL") or REDIS_URL
 # Each stream client's bounds, enforced by the consumer (docs/clients.md, "Bounds"): bytes
 # of one question's entry; questions in progress at once; entries waiting in its input
 # stream (the oldest beyond are trimmed); answers kept on its output stream; consumer
@@ -507,7 +527,7 @@ LOGIN_URL = "/admin/login/"
 # --- Live pages (webui/): websockets on an ASGI server next to gunicorn, fed by one relay.
 # The channel layer's Redis: the relay's group sends and the websockets' receives, the most
 # commands of the live events.
-CHANNEL_LAYER_REDIS_URL = env_str("CHANNEL_LAYER_REDIS_URL") or REDIS_URL
+CHANNEL_LAYER_REDIS_URL = _url("CHANNEL_LAYER_REDIS_URL") or REDIS_URL
 CHANNEL_LAYERS = {
     "default": {
         "BACKEND": "channels_redis.core.RedisChannelLayer",

@@ -11,7 +11,8 @@ CELERY_RESULT_BACKEND and CHANNEL_LAYER_REDIS_URL, when set, reach every process
 are (docs/configuration.md, "Redis by role"); unset, those roles use REDIS_URL. It says
 it is ready when `GET /readyz` does (every worker warmed up). A process that exits is
 started again with backoff (`devstack/supervisor.py`); Ctrl-C stops everything this
-started.
+started. While it runs, `VAR_DIR/run/stack.json` (owner-only) tells a `manage.py` command
+in another shell which Redis servers and database are this stack's (`launch/stack_file.py`).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from pathlib import Path
 
 from devstack.redis import EmbeddedRedis, password_in
 from devstack.supervisor import Supervisor
-from launch import process_catalog
+from launch import process_catalog, stack_file
 
 ROOT = process_catalog.ROOT
 VAR_DIR = Path(os.environ.get("VAR_DIR") or ROOT / "var")
@@ -127,6 +128,8 @@ def main() -> int:
             server.wait_ready(timeout=30)
             what = "redis-server" if name == "redis" else "redis-server for the queue"
             print(f"Started a private {what} on 127.0.0.1:{server.port}", flush=True)
+        # A command in another shell finds this stack's Redis (and database) here.
+        stack_file.write(VAR_DIR, os.environ)
         subprocess.run([*process_catalog.migrate().argv(), "-v", "0"], check=True, cwd=ROOT)
         stack.start()
         shown = "127.0.0.1" if host in ("0.0.0.0", "") else host
@@ -148,4 +151,5 @@ def main() -> int:
     finally:
         print("Stopping…", flush=True)
         stack.stop(last=list(servers))  # the others still flush to Redis as they stop
+        stack_file.remove(VAR_DIR)
     return 0

@@ -16,6 +16,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandParser
 
 from predictions import global_network
+from predictions.redis_required import require_redis
 
 
 class Command(BaseCommand):
@@ -25,6 +26,7 @@ class Command(BaseCommand):
         parser.add_argument("--fine-tune", action="store_true", help="learn the new bars only")
 
     def handle(self, *args: Any, fine_tune: bool, **options: Any) -> None:
+        require_redis()
         step = global_network.fine_tune if fine_tune else global_network.train
         generation = step(worker="manage.py train_global_model")
         self.stdout.write(

@@ -13,6 +13,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
+from predictions.redis_required import require_redis
 from provisioning.autoscale.controller import Controller
 
 
@@ -20,6 +21,7 @@ class Command(BaseCommand):
     help = "Add and drain workers on queue wait (AUTOSCALE_* settings)."
 
     def handle(self, *args: Any, **options: Any) -> None:
+        require_redis()
         try:
             controller = Controller.from_settings()
         except ValueError as exc:

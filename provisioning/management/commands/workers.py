@@ -17,6 +17,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from predictions.redis_required import require_redis
 from provisioning import hosts, inventory, playbook_runs
 from provisioning.models import RunStatus
 
@@ -82,6 +83,7 @@ class Command(BaseCommand):
         listing.add_argument("--json", action="store_true")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        require_redis()
         if options["action"] == "list":
             self._list(options)
             return

@@ -8,6 +8,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from predictions import market_clock
+from predictions.redis_required import require_redis
 from serving.market_days import ACTIONS, control
 
 
@@ -22,6 +23,7 @@ class Command(BaseCommand):
         parser.add_argument("value", nargs="?", help="days (step), seconds (speed), date (set)")
 
     def handle(self, *args: Any, action: str, value: str | None, **options: Any) -> None:
+        require_redis()
         data: dict[str, Any] = {}
         try:
             if action == "step":

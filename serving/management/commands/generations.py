@@ -13,6 +13,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from predictions import generations
+from predictions.redis_required import require_redis
 from predictions.symbols import POOLED, InvalidSymbol, normalize_symbol
 
 MAX_BY = 100
@@ -31,6 +32,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, words: list[str], reason: str, by: str, **options: Any) -> None:
+        require_redis()
         action = words[0]
         try:
             if action in ("promote", "rollback"):

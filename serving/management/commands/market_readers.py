@@ -20,6 +20,7 @@ from stockserve_client import protocol
 from stockserve_client.market import MARKET_PREFIX
 
 from predictions.redis_client import get_redis, text
+from predictions.redis_required import require_redis
 from serving.redis_users import CONNECTION_COMMANDS, redis_url_for, require_redis_7, save_acl
 
 USER_PREFIX = "market-"
@@ -38,6 +39,7 @@ class Command(BaseCommand):
         parser.add_argument("name", nargs="?", default="")
 
     def handle(self, *args: Any, action: str, name: str, **options: Any) -> None:
+        require_redis()
         server = get_redis()
         if action == "list":
             users: Any = server.acl_users()

@@ -9,6 +9,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from predictions import model_health
+from predictions.redis_required import require_redis
 from predictions.symbols import InvalidSymbol, normalize_symbol
 from serving.market_days import market_today
 
@@ -20,6 +21,7 @@ class Command(BaseCommand):
         parser.add_argument("words", nargs="+", help="SYMBOL | reinstate SYMBOL MODEL")
 
     def handle(self, *args: Any, words: list[str], **options: Any) -> None:
+        require_redis()
         try:
             if words[0] == "reinstate":
                 if len(words) != 3:

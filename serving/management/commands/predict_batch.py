@@ -18,6 +18,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from tqdm import tqdm
 
+from predictions.redis_required import require_redis
 from serving.batch.files import Output
 from serving.batch.plan import BadPlan, make_plan
 from serving.batch.rows import Row
@@ -40,6 +41,7 @@ class Command(BaseCommand):
         parser.add_argument("--quiet", action="store_true", help="no progress bar")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        require_redis()
         if options["in_flight"] < 1 or options["timeout"] <= 0:
             raise CommandError("--in-flight must be at least 1 and --timeout above 0.")
         try:

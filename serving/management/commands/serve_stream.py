@@ -9,6 +9,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
 
+from predictions.redis_required import require_redis
 from serving.stream_consumer import serve
 
 
@@ -19,6 +20,7 @@ class Command(BaseCommand):
         parser.add_argument("--name", default=f"{socket.gethostname()}-{os.getpid()}")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        require_redis()
         stopping: list[int] = []
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda signum, frame: stopping.append(signum))

@@ -24,6 +24,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from stockserve_client import protocol
 
 from predictions.redis_client import text
+from predictions.redis_required import require_redis
 from serving import stream_bounds
 from serving.redis_users import CONNECTION_COMMANDS, redis_url_for, require_redis_7, save_acl
 from serving.stream_bounds import user_name
@@ -49,6 +50,7 @@ class Command(BaseCommand):
         parser.add_argument("name", nargs="?", default="")
 
     def handle(self, *args: Any, action: str, name: str, **options: Any) -> None:
+        require_redis()
         server = get_queue_redis()
         if action == "list":
             self.stdout.write(json.dumps(self._states(server), indent=1))

@@ -22,6 +22,7 @@ from django.core.management.base import BaseCommand, CommandParser
 from django.db import close_old_connections
 
 from predictions import retention
+from predictions.redis_required import require_redis
 from serving.recovery import sweep
 
 log = logging.getLogger(__name__)
@@ -37,6 +38,7 @@ class Command(BaseCommand):
         parser.add_argument("--every", type=float, default=0, help="seconds between sweeps")
 
     def handle(self, *args: Any, every: float, **options: Any) -> None:
+        require_redis()
         stop = threading.Event()
         signal.signal(signal.SIGTERM, lambda *_: stop.set())
         prune_at = 0.0

@@ -16,6 +16,7 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from predictions.redis_required import require_redis
 from webui.events.market_relay import forward_market_events
 from webui.events.relay import Relay
 from webui.events.window import LiveWindow
@@ -39,6 +40,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args: Any, **options: Any) -> None:
+        require_redis()
         tick, size = options["tick"], options["window"]
         if not 0.05 <= tick <= 1.0:
             raise CommandError("--tick must be from 0.05 to 1 second (the dashboard wants ≥ 1/s).")

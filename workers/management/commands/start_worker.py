@@ -22,6 +22,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from predictions.redis_required import require_redis
 from serving.queue_routing import GPU, QUEUES
 from workers.gpu import detect_gpu
 
@@ -65,6 +66,7 @@ class Command(BaseCommand):
         parser.add_argument("--beat", action="store_true", help="also run the periodic sweeper")
 
     def handle(self, *args: Any, **options: Any) -> None:
+        require_redis()
         queues = [q.strip() for q in options["queues"].split(",") if q.strip()]
         unknown = sorted(set(queues) - set(QUEUES))
         if unknown or not queues:
