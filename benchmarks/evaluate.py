@@ -42,7 +42,13 @@ from benchmarks.evaluation.nested import (
     seen_until,
 )
 from benchmarks.evaluation.pooled_folds import NAME as GLOBAL
-from benchmarks.evaluation.pooled_folds import PooledFolds, cutoffs, global_out_of_sample
+from benchmarks.evaluation.pooled_folds import (
+    PooledFolds,
+    cutoffs,
+    describe,
+    global_out_of_sample,
+    verdict,
+)
 from benchmarks.evaluation.runs import SymbolRuns
 from benchmarks.evaluation.walkforward import plan_windows
 from predictions.forecasting.calibration import TABLE_PATH
@@ -223,7 +229,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     report = evaluate(series, tuple(args.horizons), seed=args.seed)
     report["held_out"] = {"bars": HELD_OUT_BARS, "skipped": skipped}
     if folds is not None:
-        report["global_model"] = folds.summary()
+        report["global_model"] = {
+            **folds.summary(),
+            "verdict": verdict(series, tuple(args.horizons), seed=args.seed),
+        }
     elapsed = time.monotonic() - started
     report["run"] = {
         "command": "make evaluate"
@@ -255,6 +264,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         json.dumps(scorecard, indent=1) + "\n", encoding="utf-8"
     )
     print(evaluation_report.summary(report))
+    if folds is not None:
+        print(describe(report["global_model"]["verdict"]))
     print(f"wrote {args.out} in {elapsed:.0f} s; the service is unchanged", end="")
     print(" (make adopt-evaluation takes this run)" if args.full else " (a partial run)")
     return report

@@ -218,6 +218,8 @@ REGISTRY_KEEP_GENERATIONS = env_int("REGISTRY_KEEP_GENERATIONS", 3, minimum=1)
 # The global model (predictions/global_network.py): its pooled network learns new bars at
 # most once per this many calendar days (each time is seconds of a worker's CPU).
 GLOBAL_MODEL_FINE_TUNE_DAYS = env_int("GLOBAL_MODEL_FINE_TUNE_DAYS", 7, minimum=1)
+# Fine-tunes in a row before the pooled network is trained from scratch again.
+GLOBAL_MODEL_MAX_FINE_TUNES = env_int("GLOBAL_MODEL_MAX_FINE_TUNES", 3, minimum=0)
 # Cross-request batching of the global model's forward passes in a worker process
 # (predictions/forecasting/batching.py): the latency objective AIMD sizes batches under.
 # 0 turns batching off (each request its own forward pass).

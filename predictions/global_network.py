@@ -96,10 +96,11 @@ def fine_tune(*, worker: str = "") -> ModelGeneration:
     series, last_bar = known_series()
     if (last_bar - serving.data_last_date).days < settings.GLOBAL_MODEL_FINE_TUNE_DAYS:
         return serving  # too few new bars since it last learned
+    current = GlobalNetwork.from_bytes(model_registry.state_of(serving))
+    if current.fine_tunes >= settings.GLOBAL_MODEL_MAX_FINE_TUNES:
+        return train(worker=worker)  # a chain of fine-tunes ends in a fresh training
     began = time.perf_counter()
-    network = GlobalNetwork.from_bytes(model_registry.state_of(serving)).fine_tune(
-        series, seed=settings.MODEL_SEED + serving.generation
-    )
+    network = current.fine_tune(series, seed=settings.MODEL_SEED + serving.generation)
     took = time.perf_counter() - began
     return _register(network, series, last_bar, "fine-tuned", serving, took, worker)
 

@@ -67,3 +67,60 @@ def pooled_windows(
             f"no symbol has more than {window + MAX_HORIZON} prices to build training windows"
         )
     return PooledWindows(np.concatenate(xs), np.concatenate(ys), tuple(names), tuple(counts))
+
+
+# The held-out slice a pooled training checks itself on: each symbol's last windows, after a
+# gap of MAX_HORIZON windows so that no training target (30 days after its window) reaches
+# into a held-out window's days.
+HELD_OUT_WINDOWS = 200
+GAP_WINDOWS = MAX_HORIZON
+
+
+@dataclass(frozen=True)
+class Split:
+    """Training and held-out windows, each symbol's held-out slice after its training ones."""
+
+    x: np.ndarray
+    y: np.ndarray
+    held_x: np.ndarray
+    held_y: np.ndarray
+
+
+def held_out_split(
+    pooled: PooledWindows, held_out: int = HELD_OUT_WINDOWS, gap: int = GAP_WINDOWS
+) -> Split:
+    """Per symbol: its last ``held_out`` windows held out, the ``gap`` before them dropped,
+    the rest trained on. A symbol too short for that holds out half of what the gap leaves
+    (at least as many windows stay for training); one too short for a gap holds out none."""
+    train: list[tuple[np.ndarray, np.ndarray]] = []
+    held: list[tuple[np.ndarray, np.ndarray]] = []
+    stop = 0
+    for count in pooled.counts:
+        start, stop = stop, stop + count
+        x, y = pooled.x[start:stop], pooled.y[start:stop]
+        keep = min(held_out, (count - gap) // 2)
+        if keep < 1:
+            train.append((x, y))
+            continue
+        train.append((x[: count - keep - gap], y[: count - keep - gap]))
+        held.append((x[count - keep :], y[count - keep :]))
+    if not held:
+        raise ForecastError(f"no symbol has the {2 + gap} windows a held-out slice needs")
+    return Split(
+        np.concatenate([x for x, _ in train]),
+        np.concatenate([y for _, y in train]),
+        np.concatenate([x for x, _ in held]),
+        np.concatenate([y for _, y in held]),
+    )
+
+
+def fit_shrinkage(outputs: np.ndarray, targets: np.ndarray) -> np.ndarray:
+    """Per horizon, the factor c in [0, 1] minimising Σ (y - c·out)² on held-out windows:
+    Σ out·y / Σ out², clipped. 0 leaves the drift alone (a standardised output of 0 is the
+    symbol's mean return), 1 trusts the network as it is."""
+    out = np.asarray(outputs, np.float64)
+    y = np.asarray(targets, np.float64)
+    power = (out * out).sum(axis=0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        c = np.where(power > 0, (out * y).sum(axis=0) / power, 0.0)
+    return np.clip(np.nan_to_num(c), 0.0, 1.0)

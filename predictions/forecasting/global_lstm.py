@@ -9,6 +9,7 @@ request costs a forward pass. Imports TensorFlow: reach it through the catalog.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import hashlib
 import json
@@ -28,12 +29,13 @@ import numpy as np  # noqa: E402
 
 from . import _state  # noqa: E402
 from ._deep import _seed_everything, _SharedNetwork  # noqa: E402
-from ._pooled import pooled_windows, symbol_scaling  # noqa: E402
+from ._pooled import fit_shrinkage, held_out_split, pooled_windows, symbol_scaling  # noqa: E402
 from ._windows import Scaling, latest_window, unscale_targets, windows_at  # noqa: E402
 from .base import MAX_HORIZON, Forecaster, ForecastError, StateError  # noqa: E402
 
 __all__ = [
     "DEFAULT_PARAMS",
+    "MAX_FINE_TUNES",
     "GlobalLSTMForecaster",
     "GlobalNetwork",
     "network_source",
@@ -44,15 +46,20 @@ __all__ = [
 DEFAULT_PARAMS: dict[str, Any] = {
     "window": 40,
     "units": 32,
-    "epochs": 10,
-    "fine_tune_epochs": 3,
+    "epochs": 30,  # at most: training stops once the held-out loss has not improved for
+    "fine_tune_epochs": 10,  # PATIENCE epochs, keeping the best epoch's weights
     "batch_size": 64,
     "learning_rate": 1e-3,
     "train_points": 1000,  # per symbol: its last prices, as the per-symbol models train on
 }
 _LIMITS = {"window": (2, 500), "units": (1, 1024), "train_points": (3, 1_000_000)}
 _BLOB_KIND = "global_lstm_network"
-_BLOB_VERSION = 1
+_BLOB_VERSION = 2
+PATIENCE = 3
+# Fine-tunes in a row before the network is trained from scratch again (the registry's
+# GLOBAL_MODEL_MAX_FINE_TUNES, and `make evaluate`'s folds): each learns nearly the same
+# windows again, and nothing else bounds how far a chain of them drifts.
+MAX_FINE_TUNES = 3
 _TRAINING_ONLY = frozenset({"epochs", "fine_tune_epochs", "train_points", "batch_size"})
 _NETWORKS: dict[str, _SharedNetwork] = {}
 
@@ -97,6 +104,12 @@ class GlobalNetwork:
     train_windows: int  # windows in its last training round
     seed: int = 0
     rounds: int = 1  # training rounds: 1 after train(), +1 per fine_tune()
+    # Per horizon, how much of the network's standardised output is kept (0: the drift
+    # alone), fitted on the held-out windows; and how it did there.
+    shrinkage: tuple[float, ...] = (1.0,) * MAX_HORIZON
+    fine_tunes: int = 0  # fine-tunes since it was last trained from scratch
+    best_epoch: int = 0
+    held_out_windows: int = 0
 
     @classmethod
     def train(cls, series: Mapping[str, np.ndarray], seed: int = 0, **params: Any) -> GlobalNetwork:
@@ -112,7 +125,10 @@ class GlobalNetwork:
     ) -> GlobalNetwork:
         """A new value: these weights trained further on (newer) pooled windows."""
         rounds = epochs if epochs is not None else int(self.params["fine_tune_epochs"])
-        return self._trained(self.params, series, list(self.weights), seed, rounds, self.rounds + 1)
+        tuned = self._trained(
+            self.params, series, list(self.weights), seed, rounds, self.rounds + 1
+        )
+        return dataclasses.replace(tuned, fine_tunes=self.fine_tunes + 1)
 
     @classmethod
     def _trained(
@@ -125,41 +141,62 @@ class GlobalNetwork:
         rounds: int,
     ) -> GlobalNetwork:
         pooled = pooled_windows(series, int(params["window"]), int(params["train_points"]))
+        split = held_out_split(pooled)
         shared = _shared(params)
         with shared.lock:
             _seed_everything(seed)  # fixes the shuffling order
             shared.model.set_weights(start)
             shared.reset_optimizer()
-            shared.model.fit(
-                pooled.x,
-                pooled.y,
+            stop = keras.callbacks.EarlyStopping(
+                monitor="val_loss", patience=PATIENCE, restore_best_weights=True
+            )
+            history = shared.model.fit(
+                split.x,
+                split.y,
+                validation_data=(split.held_x, split.held_y),
                 epochs=epochs,
                 batch_size=int(params["batch_size"]),
                 shuffle=True,
+                callbacks=[stop],
                 verbose=0,
             )
+            losses = list(history.history.get("val_loss", [])) or [0.0]
             weights = tuple(np.asarray(w, np.float32) for w in shared.model.get_weights())
+            held_out = np.asarray(shared.model.predict_on_batch(split.held_x))
             shared.owner = None  # the new value loads its own weights on first use
-        return cls(dict(params), weights, pooled.symbols, len(pooled.x), int(seed), rounds)
+        factors = tuple(float(c) for c in fit_shrinkage(held_out, split.held_y))
+        return cls(
+            dict(params),
+            weights,
+            pooled.symbols,
+            len(split.x),
+            int(seed),
+            rounds,
+            shrinkage=factors,
+            best_epoch=int(np.argmin(losses)) + 1,
+            held_out_windows=len(split.held_x),
+        )
 
     @functools.cached_property
     def digest(self) -> str:
         """sha256 of params and weights: the network's identity in states and caches."""
         hasher = hashlib.sha256(json.dumps(self.params, sort_keys=True).encode())
+        hasher.update(np.asarray(self.shrinkage, np.float64).tobytes())
         for weight in self.weights:
             hasher.update(np.ascontiguousarray(weight).tobytes())
         return hasher.hexdigest()
 
     def predict_scaled(self, x: np.ndarray) -> np.ndarray:
         """(n, window, 1) standardised windows -> (n, MAX_HORIZON) standardised outputs,
-        one forward pass whatever n."""
+        shrunk towards the drift per horizon; one forward pass whatever n."""
         window = int(self.params["window"])
         if x.ndim != 3 or x.shape[1:] != (window, 1):
             raise ForecastError(f"windows must have shape (n, {window}, 1), got {x.shape}")
         shared = _shared(self.params)
         with shared.lock:
             shared.load(list(self.weights), self)
-            return np.asarray(shared.model.predict_on_batch(x.astype(np.float32)))
+            out = np.asarray(shared.model.predict_on_batch(x.astype(np.float32)))
+        return (out * np.asarray(self.shrinkage, np.float32)).astype(np.float32)
 
     def to_bytes(self) -> bytes:
         """The forecasters' state envelope (JSON header, npz arrays): no pickle."""
@@ -171,8 +208,13 @@ class GlobalNetwork:
             "train_windows": self.train_windows,
             "seed": self.seed,
             "rounds": self.rounds,
+            "fine_tunes": self.fine_tunes,
+            "best_epoch": self.best_epoch,
+            "held_out_windows": self.held_out_windows,
         }
-        return _state.pack_state(header, {f"w{i}": w for i, w in enumerate(self.weights)})
+        arrays = {f"w{i}": w for i, w in enumerate(self.weights)}
+        arrays["shrinkage"] = np.asarray(self.shrinkage, np.float64)
+        return _state.pack_state(header, arrays)
 
     @classmethod
     def from_bytes(cls, blob: bytes) -> GlobalNetwork:
@@ -187,6 +229,11 @@ class GlobalNetwork:
             params = _checked_params(params)
             arrays = _state.load_arrays(payload)
             shapes = _shared(params).shapes
+            factors = arrays.pop("shrinkage", None)
+            if factors is None or factors.shape != (MAX_HORIZON,):
+                raise ValueError("no per-horizon shrinkage")
+            if not np.all((factors >= 0) & (factors <= 1)):
+                raise ValueError("shrinkage outside [0, 1]")
             if sorted(arrays) != sorted(f"w{i}" for i in range(len(shapes))):
                 raise ValueError(f"expected {len(shapes)} weight arrays, got {sorted(arrays)}")
             weights = tuple(arrays[f"w{i}"].astype(np.float32) for i in range(len(shapes)))
@@ -201,6 +248,10 @@ class GlobalNetwork:
                 int(header["train_windows"]),
                 int(header["seed"]),
                 int(header["rounds"]),
+                shrinkage=tuple(float(c) for c in factors),
+                fine_tunes=int(header["fine_tunes"]),
+                best_epoch=int(header["best_epoch"]),
+                held_out_windows=int(header["held_out_windows"]),
             )
         except (ValueError, KeyError, TypeError, ForecastError) as exc:
             raise StateError(f"global network is invalid: {exc}") from exc
