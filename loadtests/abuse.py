@@ -1,6 +1,6 @@
 """`make abuse`: do the well-behaved clients still get their answers while others abuse?
 
-    python -m loadtests.abuse [--seconds 300] [--quick] [--root DIR] [--phases quiet,abused]
+    python -m loadtests.abuse [--seconds 150] [--quick] [--root DIR] [--phases quiet,abused]
 
 Two phases, each on a fresh `make run` stack of the same settings (`loadtests.bench_api.
 Stack` with make run's rate limits, replay clock and watchlist, and NUM_PROXIES=1):
@@ -10,18 +10,26 @@ Stack` with make run's rate limits, replay clock and watchlist, and NUM_PROXIES=
   id) and the watchlist, as `make run` has it;
 * abused: the same, and beside them a registered stream client writing entries as large and
   as fast as it may (`flood`), another holding consumer groups on its output stream that
-  never acknowledge (`hoarder`), and two anonymous addresses asking new questions at the
-  anonymous rate limit (`loadtests.abuse_clients`).
+  never acknowledge (`hoarder`), two anonymous addresses asking new questions at the
+  anonymous rate limit, an anonymous client asking from a new IPv6 /64 at every request,
+  and a websocket client holding many sockets from a few /64s (`loadtests.abuse_clients`).
 
-The two anonymous addresses, and the REST client's, are sent as `X-Forwarded-For`, which
-the stack trusts (one proxy, as behind nginx): rate limits and admission key an anonymous
-client by that address, an authenticated one by its account, and the queue's clients as
-the stream consumer asks for them.
+The well-behaved clients run in one process and the abusers in another, each in a CPU
+quota group of its own (`loadtests.cpu_quota`; the same groups in both phases), so the
+service keeps the cores it had when quiet and what the abused phase measures is the
+service's work for the abusers, not their generators'. Without writable cgroups
+`--isolation none` runs them unconfined, and the report says so.
 
-Per phase: the well-behaved clients' answers that arrived, their 5xx, exact p50/p95 from
-raw latencies, the watchlist's refreshes, each Redis's used_memory peak against its
-maxmemory, the service's log lines naming Redis's memory limit, and every table's row
-growth scaled to an hour. Printed as a table with the goals, written to
+Every anonymous address, and the REST client's, is sent as `X-Forwarded-For`, which the
+stack trusts (one proxy, as behind nginx): rate limits, admission and the websocket bounds
+key an anonymous client by that address, an authenticated one by its account, and the
+queue's clients as the stream consumer asks for them.
+
+Per phase: the well-behaved clients' answers that arrived, their 5xx, the REST client's
+refusals at admission, exact p50/p95 from raw latencies, the watchlist's refreshes, each
+Redis's used_memory peak against its maxmemory, the service's log lines naming Redis's
+memory limit, the CPU each quota group used (and how often it was throttled), and every
+table's row growth scaled to an hour. Printed as a table with the goals, written to
 loadtests/reports/abuse-<time>/ (report.md, results.json). `--root` runs another
 checkout's stack (a `git worktree` of an older commit) with this one's measuring code.
 """
@@ -53,8 +61,9 @@ import requests
 
 from devstack.supervisor import Interrupted, Supervisor, handle_signals
 from launch import process_catalog
-from loadtests import abuse_clients, abuse_report, engine
+from loadtests import abuse_clients, abuse_report, cpu_quota, engine, rawlog
 from loadtests.abuse_clients import QueueAsker
+from loadtests.cpu_quota import QuotaGroup, QuotaSlices
 from loadtests.deployment import REPORTS, ROOT, Stack, predict
 from loadtests.latencies import percentile
 from loadtests.rawlog import Row
@@ -293,6 +302,9 @@ def clients_summary(rows: list[Row], seconds: float) -> dict[str, Any]:
         "expected": len(rows),
         "answered": sum(row.ok for row in rows),
         "not_done": sum(not row.ok for row in rows),
+        "admission_refusals": sum(
+            row.error.startswith(abuse_clients.ADMISSION_REFUSED) for row in rows
+        ),
         "statuses": dict(statuses),
         "by_question": by_name,
         "watched_hits": "{} / {}".format(
@@ -320,11 +332,119 @@ def warm_up(stack: Stack, token: str, symbols: list[str], asker: QueueAsker) -> 
     return usable
 
 
-def phase(name: str, args: argparse.Namespace, sup: Supervisor, workdir: Path) -> dict[str, Any]:
+# --- the clients' processes, each in its CPU-quota group
+
+
+@dataclass
+class Groups:
+    """The well-behaved clients' and the abusers' CPU-quota groups, made once for the run
+    and used by both phases (none with `--isolation none`)."""
+
+    slices: QuotaSlices | None
+    clients: QuotaGroup | None = None
+    abusers: QuotaGroup | None = None
+
+    @classmethod
+    def make(cls, args: argparse.Namespace) -> Groups:
+        if args.isolation == "none":
+            return cls(None)
+        layout = cpu_quota.detect()
+        assert layout is not None  # parse_args checked
+        slices = QuotaSlices(layout, name=f"stockserve-abuse-{os.getpid()}")
+        period = int(args.period_ms * 1000)
+        return cls(slices, slices.add("clients", args.clients_cores, period),
+                   slices.add("abusers", args.abuser_cores, period))  # fmt: skip
+
+    def confine(self, group: QuotaGroup | None, pid: int) -> None:
+        if group is not None and not group.add(pid):
+            raise RuntimeError(f"process {pid} exited before it could be confined")
+
+    def usage(self) -> dict[str, dict[str, float]]:
+        """Each group's CPU seconds and throttling counters so far."""
+        found = {}
+        for name, group in (("clients", self.clients), ("abusers", self.abusers)):
+            if group is not None:
+                throttled = group.throttling()
+                found[name] = {"cpu_s": group.usage_seconds(), "periods": throttled.periods,
+                               "throttled": throttled.throttled,
+                               "throttled_s": throttled.throttled_s}  # fmt: skip
+        return found
+
+    def describe(self) -> dict[str, Any]:
+        if self.slices is None:
+            return {"isolation": "none"}
+        return {
+            "isolation": "quota",
+            "cgroup_version": self.slices.layout.version,
+            **{name: {"cores": g.cores, "quota_us": g.quota_us, "period_us": g.period_us}
+               for name, g in (("clients", self.clients), ("abusers", self.abusers))
+               if g is not None},
+        }  # fmt: skip
+
+    def close(self) -> list[str]:
+        return self.slices.close() if self.slices is not None else []
+
+
+def between(before: dict[str, dict[str, float]], after: dict[str, dict[str, float]],
+            seconds: float) -> dict[str, dict[str, float]]:  # fmt: skip
+    """Each group's use over the window: cores on average, share of periods throttled."""
+    used = {}
+    for name, end in after.items():
+        start = before.get(name, dict.fromkeys(end, 0.0))
+        periods = end["periods"] - start["periods"]
+        used[name] = {
+            "cpu_s": round(end["cpu_s"] - start["cpu_s"], 2),
+            "cores": round((end["cpu_s"] - start["cpu_s"]) / seconds, 3),
+            "throttled_share": round((end["throttled"] - start["throttled"]) / periods, 3)
+            if periods else 0.0,
+            "throttled_s": round(end["throttled_s"] - start["throttled_s"], 2),
+        }  # fmt: skip
+    return used
+
+
+def write_spec(path: Path, spec: dict[str, Any]) -> Path:
+    """What a clients' process does, 0600 (it holds the clients' Redis URLs and a token)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as file:
+        json.dump(spec, file)
+    return path
+
+
+def start_side(
+    side: str, sup: Supervisor, groups: Groups, group: QuotaGroup | None, here: Path,
+    spec: dict[str, Any],
+) -> subprocess.Popen[bytes]:  # fmt: skip
+    """A clients' process (`polite` or `abusers`), moved into its group at once (it waits
+    for the window's start before it sends anything)."""
+    argv = [sys.executable, "-m", "loadtests.abuse_clients", side,
+            "--spec", str(write_spec(here / f"{side}.json", spec)),
+            "--out", str(here / f"{side}-summary.json")]  # fmt: skip
+    proc = sup.add(side, argv, cwd=ROOT, log_path=here / "logs" / f"{side}.out")
+    groups.confine(group, proc.pid)
+    return proc
+
+
+def finish_side(sup: Supervisor, proc: subprocess.Popen[bytes], timeout: float) -> int | None:
+    """Its exit code once it stopped on its own (None: stopped after `timeout`)."""
+    with contextlib.suppress(subprocess.TimeoutExpired):
+        proc.wait(timeout=timeout)
+    code = proc.poll()
+    sup.stop(proc)  # or forget it, if it stopped on its own
+    return code
+
+
+# --- one phase
+
+
+def phase(
+    name: str, args: argparse.Namespace, sup: Supervisor, workdir: Path, groups: Groups
+) -> dict[str, Any]:
     here = workdir / name
     stack = MakeRunStack(sup, here / "var", here / "logs", extra=SETTINGS, root=args.root)
     print(f"{name}: starting the stack… (logs in {here / 'logs'})", flush=True)
+    started = time.monotonic()
     stack.start()
+    took = {"stack_start_s": round(time.monotonic() - started, 1)}
     env = process_env(stack)
     servers = redis_servers(stack, env)
     token = manage(stack, env, "create_api_token", "abuse-rest")
@@ -334,89 +454,100 @@ def phase(name: str, args: argparse.Namespace, sup: Supervisor, workdir: Path) -
     symbols = [item["symbol"] for item in offline]
     asker = QueueAsker(urls[QUEUE_CLIENT], QUEUE_CLIENT, args.max_wait, prefix=name)
     print(f"{name}: warming up {', '.join(symbols)}…", flush=True)
+    started = time.monotonic()
     symbols = warm_up(stack, token, symbols, asker)
+    asker.close()
+    took["warm_up_s"] = round(time.monotonic() - started, 1)
 
-    own = abuse_clients.own_pairs([s for s in WATCHED if s in symbols])
-    arrivals = abuse_clients.rest_arrivals(args.rest_rate, args.seconds, token, WATCHED, own,
-                                           REST_ADDRESS, args.max_wait)  # fmt: skip
-    if name == "abused":
-        pairs = abuse_clients.abuser_pairs(symbols, len(ADDRESSES))
-        arrivals += abuse_clients.anonymous_arrivals(ADDRESSES, args.anon_rate, args.seconds,
-                                                     pairs)  # fmt: skip
-    plan = abuse_clients.queue_plan(args.queue_rate, args.seconds, WATCHED, own)
+    watched = [s for s in WATCHED if s in symbols]
     db = here / "var" / "db.sqlite3"
     sampler = MemorySampler(servers)
     sampler.start()
-    epoch = time.time() + 1.0
+    epoch = time.time() + 3.0  # both processes started and confined before it
+    polite = {
+        "base": stack.base, "token": token, "watched": watched,
+        "own": abuse_clients.own_pairs(watched), "rest_address": REST_ADDRESS,
+        "rest_rate": args.rest_rate, "rest_fresh_every": args.rest_fresh_every,
+        "queue_url": urls[QUEUE_CLIENT], "queue_client": QUEUE_CLIENT,
+        "queue_rate": args.queue_rate, "queue_uncached_every": args.queue_uncached_every,
+        "max_wait": args.max_wait, "seconds": args.seconds, "epoch": epoch, "prefix": name,
+        "rows": str(here / "polite-rows.csv"),
+    }  # fmt: skip
     counts: dict[str, dict[str, int]] = {"start": table_counts(db)}
     end_count = threading.Timer(epoch + args.seconds - time.time(),
                                 lambda: counts.update(end=table_counts(db)))  # fmt: skip
     end_count.start()
+    cpu_before = groups.usage()
+    cpu_at_end: dict[str, dict[str, float]] = {}
+    cpu_end = threading.Timer(epoch + args.seconds - time.time(),
+                              lambda: cpu_at_end.update(groups.usage()))  # fmt: skip
+    cpu_end.start()
     abusers = None
     flood_redis = ""
     if name == "abused":
         flood_redis, admin = guard_url(urls[FLOOD_CLIENT], servers)
-        abusers = start_abusers(args, sup, here, urls, admin, epoch)
+        abusers = start_side("abusers", sup, groups, groups.abusers, here, {
+            **{k: v for k, v in vars(args).items() if isinstance(v, (int, float, str))},
+            "base": stack.base, "ws_base": f"ws://127.0.0.1:{env['WS_PORT']}",
+            "watched": watched, "epoch": epoch,
+            "addresses": list(ADDRESSES), "anon_rate": args.anon_rate,
+            "pairs": abuse_clients.abuser_pairs(symbols, len(ADDRESSES) + 1),
+            "flood_client": FLOOD_CLIENT, "hoarder_client": HOARDER_CLIENT,
+            "flood_url": urls[FLOOD_CLIENT], "hoarder_url": urls[HOARDER_CLIENT],
+            "guard_url": admin, "rows": str(here / "anonymous-rows.csv"),
+        })  # fmt: skip
+    clients = start_side("polite", sup, groups, groups.clients, here, polite)
     print(f"{name}: {args.seconds:.0f} s of load…", flush=True)
-    asker.start(plan, epoch)
-    rows: list[Row] = []
     try:
-        engine.run(stack.base, arrivals, rows.append, drain_s=args.max_wait, start_epoch=epoch)
-        queue_rows = asker.join()
+        code = finish_side(sup, clients, args.seconds + 2 * args.max_wait + 30)
+        if code != 0:
+            raise RuntimeError(f"the well-behaved clients' process exited with {code}; "
+                               f"see {here / 'logs' / 'polite.out'}")  # fmt: skip
     finally:
-        asker.close()
         end_count.cancel()
-    abused_by = {}
+        cpu_end.cancel()
+    took["window_and_drain_s"] = round(time.time() - epoch, 1)
+    rows = list(rawlog.read(here / "polite-rows.csv"))
+    abused_by: dict[str, Any] = {}
+    anonymous_rows: list[Row] = []
     if abusers is not None:
-        abused_by = finish_abusers(sup, abusers, here / "abusers.json", args.seconds)
+        finish_side(sup, abusers, 60.0)
+        summary = here / "abusers-summary.json"
+        abused_by = (
+            json.loads(summary.read_text()) if summary.exists() else {"crashed": "no summary"}
+        )
+        if (here / "anonymous-rows.csv").exists():
+            anonymous_rows = list(rawlog.read(here / "anonymous-rows.csv"))
     counts.setdefault("end", table_counts(db))
+    cpu_at_end = cpu_at_end or groups.usage()
     memory = sampler.stop()
     if flood_redis and abused_by.get("flood", {}).get("guard_hit"):
         memory[flood_redis]["guard_hit"] = True
+    started = time.monotonic()
     results = {
         "window_s": args.seconds,
         "symbols": symbols,
         "redis_urls": {n: redacted(u) for n, u in servers.items()},
         "rest": clients_summary([r for r in rows if r.kind == "prediction"], args.seconds),
-        "queue": clients_summary(queue_rows, args.seconds),
+        "queue": clients_summary([r for r in rows if r.kind == "queue"], args.seconds),
         "anonymous": {
-            a: dict(Counter(r.status for r in rows if r.name == f"anonymous {a}"))
-            for a in (ADDRESSES if name == "abused" else ())
+            name: dict(Counter(r.status for r in anonymous_rows if r.name == name))
+            for name in sorted({r.name for r in anonymous_rows})
         },  # fmt: skip
         "watchlist": watchlist(db, epoch, epoch + args.seconds, args.max_wait),
         "redis": memory,
         "abusers": abused_by,
+        "cpu_groups": between(cpu_before, cpu_at_end, args.seconds),
         "rows": {
             **counts,
             "per_hour": abuse_report.rows_per_hour(counts["start"], counts["end"], args.seconds),
         },  # fmt: skip
     }
+    took["watchlist_wait_s"] = round(time.monotonic() - started, 1)
     stack.stop()
     results["logs"] = log_findings(here / "logs")
+    results["took"] = took
     return results
-
-
-def start_abusers(
-    args: argparse.Namespace, sup: Supervisor, here: Path, urls: dict[str, str], admin: str,
-    epoch: float,
-) -> Any:  # fmt: skip
-    argv = [sys.executable, "-m", "loadtests.abuse_clients", "--seconds",
-            str(epoch + args.seconds - time.time()), "--out", str(here / "abusers.json"),
-            "--flood-client", FLOOD_CLIENT, "--hoarder-client", HOARDER_CLIENT,
-            "--entry-bytes", str(args.entry_bytes), "--flood-mib-s", str(args.flood_mib_s),
-            "--guard-mib", str(args.guard_mib), "--groups", str(args.groups),
-            "--hoarder-rate", str(args.hoarder_rate)]  # fmt: skip
-    env = {**os.environ, "ABUSE_FLOOD_URL": urls[FLOOD_CLIENT],
-           "ABUSE_HOARDER_URL": urls[HOARDER_CLIENT], "ABUSE_GUARD_URL": admin}  # fmt: skip
-    return sup.add("abusers", argv, env=env, cwd=ROOT, log_path=here / "logs" / "abusers.out")
-
-
-def finish_abusers(sup: Supervisor, proc: Any, out: Path, seconds: float) -> dict[str, Any]:
-    """What the abusers did, once they stopped on their own (or were stopped)."""
-    with contextlib.suppress(subprocess.TimeoutExpired):
-        proc.wait(timeout=max(30.0, seconds))
-    sup.stop(proc)  # or forget it, if it stopped on its own
-    return json.loads(out.read_text()) if out.exists() else {"crashed": "no summary"}
 
 
 # --- the run
@@ -434,7 +565,8 @@ def per_second(rate: str) -> float:
     return int(count) / {"s": 1, "m": 60, "h": 3600, "d": 86400}[unit[0]]
 
 
-def run(args: argparse.Namespace, sup: Supervisor, workdir: Path) -> dict[str, Any]:
+def run(args: argparse.Namespace, sup: Supervisor, workdir: Path, groups: Groups) -> dict[str, Any]:
+    started = time.monotonic()
     results: dict[str, Any] = {
         "date": datetime.now().strftime("%Y-%m-%d %H:%M"),
         "command": "python -m loadtests.abuse " + " ".join(sys.argv[1:]),
@@ -443,44 +575,78 @@ def run(args: argparse.Namespace, sup: Supervisor, workdir: Path) -> dict[str, A
         "machine": machine(),
         "settings": {**SETTINGS, "abusers' rate": f"{args.anon_rate:g}/s each"},
         "options": {k: str(v) for k, v in vars(args).items()},
+        "isolation": groups.describe(),
         "phases": {},
         "notes": [
             "Anonymous clients are told apart by X-Forwarded-For, trusted with NUM_PROXIES=1 "
-            "(one proxy, as behind nginx); the REST client has a token and its own address.",
-            f"The flood writes at most {args.flood_mib_s:g} MiB/s (0: no cap): it shares this "
-            "machine's cores with the service, where a client elsewhere would be limited by "
-            f"its link; it is held while its Redis uses over {args.guard_mib:g} MiB.",
-        ],
+            "(one proxy, as behind nginx); the REST client has a token and its own address. "
+            "The rotating client's /64s and the websocket client's are X-Forwarded-For too: "
+            "over loopback no source address can be chosen.",
+            f"The flood writes at most {args.flood_mib_s:g} MiB/s (0: no cap); it is held "
+            f"while its Redis uses over {args.guard_mib:g} MiB.",
+            "The well-behaved clients and the abusers each run in a CPU-quota group of their "
+            "own, the same in both phases"
+            + (
+                f" ({args.clients_cores:g} and {args.abuser_cores:g} of a core)"
+                if groups.slices is not None
+                else ": here none (--isolation none)"
+            )
+            + ".",
+        ],  # fmt: skip
     }
     for name in args.phases:
-        results["phases"][name] = phase(name, args, sup, workdir)
+        results["phases"][name] = phase(name, args, sup, workdir, groups)
     results["machine_after"] = machine()
+    results["took_s"] = round(time.monotonic() - started, 1)
     return results
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seconds", type=float, default=300, help="seconds of load per phase")
-    parser.add_argument("--quick", action="store_true", help="60 s phases, 2,000 groups")
+    parser.add_argument("--seconds", type=float, default=150, help="seconds of load per phase")
+    parser.add_argument("--quick", action="store_true", help="45 s phases, 2,000 groups")
     parser.add_argument("--root", type=Path, default=ROOT, help="the checkout whose stack runs")
     parser.add_argument("--phases", default="quiet,abused")
-    parser.add_argument("--rest-rate", type=float, default=0.1, help="REST questions per second")
-    parser.add_argument("--queue-rate", type=float, default=0.1, help="queue questions per second")
+    parser.add_argument("--rest-rate", type=float, default=0.45, help="REST questions per second")
+    parser.add_argument("--rest-fresh-every", type=int, default=6,
+                        help="one REST question in this many is a fresh run")  # fmt: skip
+    parser.add_argument("--queue-rate", type=float, default=0.45, help="queue questions per second")
+    parser.add_argument("--queue-uncached-every", type=int, default=4,
+                        help="one stream question in this many is one of its own")  # fmt: skip
     parser.add_argument("--anon-rate", default="120/min", help="the stack's THROTTLE_ANON")
+    parser.add_argument("--rotate-rate", type=float, default=2.0,
+                        help="the rotating /64 client's questions per second")  # fmt: skip
+    parser.add_argument("--ws-sockets", type=int, default=240, help="websockets to hold open")
+    parser.add_argument("--ws-addresses", type=int, default=8, help="their /64s")
+    parser.add_argument("--ws-open-rate", type=float, default=20.0, help="sockets opened per s")
     parser.add_argument("--entry-bytes", type=int, default=256 * 1024, help="the flood's entries")
     parser.add_argument("--flood-mib-s", type=float, default=100.0, help="0: as fast as it can")
     parser.add_argument("--guard-mib", type=float, default=1536.0)
     parser.add_argument("--groups", type=int, default=20000)
     parser.add_argument("--hoarder-rate", type=float, default=10.0)
     parser.add_argument("--max-wait", type=float, default=120.0, help="seconds for an answer")
+    parser.add_argument("--isolation", choices=("quota", "none"), default="quota",
+                        help="quota: each side of the clients in a CPU cgroup")  # fmt: skip
+    parser.add_argument("--clients-cores", type=float, default=0.25,
+                        help="the well-behaved clients' quota")  # fmt: skip
+    parser.add_argument("--abuser-cores", type=float, default=0.5, help="the abusers' quota")
+    parser.add_argument("--period-ms", type=float, default=10.0, help="the quotas' period")
     parser.add_argument("--reports", type=Path, default=REPORTS)
     args = parser.parse_args(argv)
     if args.quick:
-        args.seconds, args.groups = 60.0, 2000
+        args.seconds, args.groups = 45.0, 2000
     args.anon_rate = per_second(args.anon_rate)
     args.phases = [p.strip() for p in args.phases.split(",") if p.strip()]
     if not set(args.phases) <= {"quiet", "abused"}:
         parser.error("--phases: quiet and/or abused")
+    if args.isolation == "quota":
+        if reason := cpu_quota.unavailable_reason():
+            parser.error(f"--isolation quota: {reason}; try --isolation none")
+        for cores in (args.clients_cores, args.abuser_cores):
+            try:
+                cpu_quota.quota_us(cores, int(args.period_ms * 1000))
+            except ValueError as exc:
+                parser.error(str(exc))
     args.root = args.root.resolve()
     return args
 
@@ -489,22 +655,25 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     workdir = Path(tempfile.mkdtemp(prefix="stockserve-abuse-"))
     sup = Supervisor(restart=False)
+    groups = Groups.make(args)
     finished = False
     try:
         with handle_signals():
-            results = run(args, sup, workdir)
+            results = run(args, sup, workdir, groups)
         finished = True
     except Interrupted as exc:
         print(f"interrupted by {exc}", file=sys.stderr)
         return 130
     finally:
         sup.stop()
+        for problem in groups.close():
+            print(f"cgroup left behind: {problem}", file=sys.stderr)
         for var in workdir.glob("*/var"):  # the databases and Redis files
             shutil.rmtree(var, ignore_errors=True)
         if not finished:
             print(f"the phases' logs are kept in {workdir}", file=sys.stderr)
     out = args.reports / f"abuse-{datetime.now():%Y%m%d-%H%M%S}"
-    for logs in workdir.glob("*/logs"):  # the stack's output and the abusers', beside it
+    for logs in workdir.glob("*/logs"):  # the stack's output and the clients', beside it
         shutil.copytree(logs, out / f"{logs.parent.name}-logs")
     if set(results["phases"]) == {"quiet", "abused"}:
         text = abuse_report.report(results)

@@ -1,52 +1,65 @@
 """`make abuse`'s clients: the well-behaved ones it measures and the abusive ones beside them.
 
+Each side runs as a process of its own (`python -m loadtests.abuse_clients polite|abusers
+--spec FILE`), which `loadtests.abuse` puts in a CPU-quota group of its own (the same
+groups in both phases), so neither the measuring clients nor the abusers' generators take
+the cores the service had when quiet.
+
 Well-behaved (measured, open loop: each question has its time fixed in advance and its
 latency counts from it):
 
-* a REST client with a token asking the watchlist's questions (cached) and, one in four,
-  a fresh run of a question of its own (`use_cache: false`), then following each with
-  `?wait=` until it is final (`rest_arrivals`, for `loadtests.engine`);
+* a REST client with a token asking the watchlist's questions (cached) and, one in
+  `rest_fresh_every`, a fresh run of a question of its own (`use_cache: false`), then
+  following each with `?wait=` until it is final (`rest_arrivals`); a POST refused (429,
+  503) is recorded as an admission refusal;
 * a registered stream client asking cached and uncached questions and reading each answer
   by its id (`QueueAsker`, threads over `stockserve_client`).
 
-Abusive (`python -m loadtests.abuse_clients`, a process of its own so its work does not
-share the measuring process's interpreter):
+Abusive:
 
-* `flood`: a registered stream client writing entries of `--entry-bytes` (fields and
+* `flood`: a registered stream client writing entries of `entry_bytes` (fields and
   values together) to its input stream and, while its Redis user may, to another key
-  under its prefix, at most
-  `--flood-mib-s` (0: as fast as it can); held while the Redis it writes to uses more
-  than `--guard-mib`, so a Redis without a bound cannot take the machine's memory;
-* `hoarder`: a registered stream client creating `--groups` consumer groups on its output
+  under its prefix, at most `flood_mib_s` (0: as fast as it can); held while the Redis it
+  writes to uses more than `guard_mib`, so a Redis without a bound cannot take the
+  machine's memory;
+* `hoarder`: a registered stream client creating `groups` consumer groups on its output
   stream, asking cached questions and reading answers in some groups, never
-  acknowledging.
-
-And two anonymous addresses asking questions no one asked on this market day, each at
-its rate limit (`anonymous_arrivals`, for the engine), so each one is a new pipeline.
+  acknowledging;
+* two anonymous addresses asking questions no one asked on this market day, each at its
+  rate limit (`anonymous_arrivals`), so each one is a new pipeline;
+* a rotating anonymous client: each request from a new IPv6 /64 (`rotating_arrivals`);
+  over loopback a source address cannot be chosen, so the /64 is sent as
+  `X-Forwarded-For` (2001:db8::/32, the documentation prefix), which the stack trusts with
+  NUM_PROXIES=1;
+* a websocket client holding many sockets on a symbol's feed, their X-Forwarded-For
+  spread over a few /64s (`hold_sockets`).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
-import os
 import random
 import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import redis
+import websockets
 from stockserve_client import InputQueue, OutputQueue, protocol
+from websockets.asyncio.client import connect
+from websockets.typing import Origin
 
 from devstack.supervisor import Interrupted, handle_signals
 from loadtests import engine
-from loadtests.rawlog import Row
-from loadtests.workload import PREDICTIONS
+from loadtests.rawlog import RawLog, Row
+from loadtests.workload import PREDICTIONS, Outcome, poll, polled, submitted
 
 WATCHED_HORIZON = 5  # make run's watchlist: PRECOMPUTE_HORIZONS
 OWN_HORIZONS = (7, 14, 21)  # the well-behaved clients' uncached questions; abusers skip them
@@ -73,22 +86,48 @@ def abuser_pairs(symbols: Sequence[str], addresses: int, seed: int = 0) -> list[
     return [pairs[i::addresses] for i in range(addresses)]
 
 
+ADMISSION_REFUSED = "admission refused"  # a POST answered 429 or 503: an error's prefix
+
+
+def identified_prediction(
+    body: dict[str, Any], max_wait_s: float, headers: Mapping[str, str]
+) -> engine.Job:
+    """`engine.prediction`, with a POST refused (429 or 503: admission's refusals) told
+    apart from a poll that failed, by its error's prefix."""
+
+    async def job(client: engine.Client) -> Outcome:
+        code, answer = await client.json("POST", PREDICTIONS, body, headers=headers)
+        first = submitted(code, answer)
+        if isinstance(first, Outcome):
+            if code in (429, 503):
+                return Outcome(False, f"http {code}", error=f"{ADMISSION_REFUSED}: {answer}"[:300])
+            return first
+        deadline = time.monotonic() + max_wait_s
+        while True:
+            path, wait = poll(first, deadline)
+            polled_answer = await client.json("GET", path, wait_s=wait, headers=headers)
+            if (final := polled(*polled_answer, first, deadline, max_wait_s)) is not None:
+                return final
+
+    return job
+
+
 def rest_arrivals(
     rate: float, seconds: float, token: str, watched: Sequence[str], own: Sequence[Pair],
-    address: str, max_wait_s: float,
+    address: str, max_wait_s: float, fresh_every: int = 4,
 ) -> list[engine.Arrival]:  # fmt: skip
-    """The well-behaved REST client: three cached questions, then one fresh run."""
+    """The well-behaved REST client: cached questions, and one fresh run in `fresh_every`."""
     headers = {"Authorization": f"Token {token}", "X-Forwarded-For": address}
     arrivals = []
     for i, at in enumerate(engine.steady(rate, seconds)):
-        if i % 4 == 3:
-            symbol, horizon = own[(i // 4) % len(own)]
+        if i % fresh_every == fresh_every - 1:
+            symbol, horizon = own[(i // fresh_every) % len(own)]
             body: dict[str, Any] = {"symbol": symbol, "horizon": horizon, "use_cache": False}
             name = "rest uncached"
         else:
             body = {"symbol": watched[i % len(watched)], "horizon": WATCHED_HORIZON}
             name = "rest cached"
-        job = engine.prediction(body, max_wait_s, headers=headers)
+        job = identified_prediction(body, max_wait_s, headers)
         arrivals.append(engine.Arrival(at, "prediction", name, job))
     return arrivals
 
@@ -109,18 +148,40 @@ def anonymous_arrivals(
     return arrivals
 
 
+def rotating_address(n: int) -> str:
+    """The n-th /64 of 2001:db8::/32 (the documentation prefix): a new /64 for each n."""
+    return f"2001:db8:{(n >> 16) & 0xFFFF:x}:{n & 0xFFFF:x}::1"
+
+
+def rotating_arrivals(
+    rate: float, seconds: float, pairs: Sequence[Pair], first: int = 0
+) -> list[engine.Arrival]:
+    """An anonymous client whose every request comes from a new /64 (as X-Forwarded-For),
+    each asking a new question `rate` times a second and never waiting for it."""
+    arrivals = []
+    for i, at in enumerate(engine.steady(rate, seconds)):
+        symbol, horizon = pairs[i % len(pairs)]
+        headers = {"X-Forwarded-For": rotating_address(first + i)}
+        body = json.dumps({"symbol": symbol, "horizon": horizon}).encode()
+        job = engine.one_request("POST", PREDICTIONS, body, headers=headers)
+        arrivals.append(engine.Arrival(at, "http", "anonymous rotating /64", job))
+    return arrivals
+
+
 def queue_plan(
-    rate: float, seconds: float, watched: Sequence[str], own: Sequence[Pair]
-) -> list[tuple[float, str, str, int]]:
+    rate: float, seconds: float, watched: Sequence[str], own: Sequence[Pair],
+    uncached_every: int = 2,
+) -> list[tuple[float, str, str, int]]:  # fmt: skip
     """The well-behaved stream client's questions: (seconds after the start, name, symbol,
-    horizon), a cached one and an uncached one in turn (its own turn through `own`)."""
+    horizon), cached ones and one uncached in `uncached_every` (its own turn through
+    `own`)."""
     plan = []
     for i, at in enumerate(engine.steady(rate, seconds)):
-        if i % 2:
-            symbol, horizon = own[(i // 2 + len(own) // 2) % len(own)]
+        if i % uncached_every == uncached_every - 1:
+            symbol, horizon = own[(i // uncached_every + len(own) // 2) % len(own)]
             plan.append((at, "queue uncached", symbol, horizon))
         else:
-            plan.append((at, "queue cached", watched[(i // 2) % len(watched)], WATCHED_HORIZON))
+            plan.append((at, "queue cached", watched[i % len(watched)], WATCHED_HORIZON))
     return plan
 
 
@@ -331,26 +392,115 @@ def hoard(
     }
 
 
-def run_abusers(args: argparse.Namespace) -> dict[str, Any]:
-    """Flood and hoarder side by side for `args.seconds`; what each did."""
-    admin_url = os.environ.get("ABUSE_GUARD_URL", "")
-    admin = redis.Redis.from_url(admin_url, socket_timeout=5) if admin_url else None
-    until = time.time() + args.seconds
+# --- the websocket client
+
+
+async def hold_sockets(
+    ws_base: str, origin: str, symbol: str, sockets: int, addresses: int, open_rate: float,
+    until: float,
+) -> dict[str, Any]:  # fmt: skip
+    """Opens `sockets` websockets on a symbol's feed, `open_rate` a second, their
+    X-Forwarded-For going round `addresses` /64s, and holds each until `until` reading what
+    comes: how many the service accepted, closed (by code) or refused, and still held at
+    the end."""
+    outcomes: Counter[str] = Counter()
+    held = messages = accepted = 0
+    url = f"{ws_base}/ws/symbols/{symbol}/"
+
+    async def one(n: int) -> None:
+        nonlocal held, messages, accepted
+        headers = {"X-Forwarded-For": rotating_address(0x10000 + n % addresses)}
+        try:
+            async with connect(url, origin=Origin(origin), additional_headers=headers,
+                               open_timeout=10, ping_interval=None) as socket:  # fmt: skip
+                accepted += 1
+                while (left := until - time.time()) > 0:
+                    try:
+                        await asyncio.wait_for(socket.recv(), timeout=left)
+                        messages += 1
+                    except TimeoutError:
+                        break
+                held += 1
+                outcomes["held to the end"] += 1
+        except websockets.ConnectionClosed as exc:
+            outcomes[f"closed {exc.rcvd.code if exc.rcvd else 'without a code'}"] += 1
+        except websockets.InvalidStatus as exc:
+            outcomes[f"refused http {exc.response.status_code}"] += 1
+        except (OSError, TimeoutError, websockets.InvalidHandshake) as exc:
+            outcomes[type(exc).__name__] += 1
+
+    tasks = []
+    for n in range(sockets):
+        if time.time() >= until:
+            break
+        tasks.append(asyncio.create_task(one(n)))
+        await asyncio.sleep(1 / open_rate)
+    await asyncio.gather(*tasks)
+    return {"asked": len(tasks), "accepted": accepted, "held_to_the_end": held,
+            "messages": messages, "outcomes": dict(outcomes), "addresses": addresses}  # fmt: skip
+
+
+# --- the two processes
+
+
+def run_polite(spec: dict[str, Any]) -> None:
+    """The well-behaved REST and stream clients, every answer's row to `spec["rows"]`."""
+    log = RawLog(spec["rows"])
+    own = [(s, h) for s, h in spec["own"]]
+    arrivals = rest_arrivals(spec["rest_rate"], spec["seconds"], spec["token"], spec["watched"],
+                             own, spec["rest_address"], spec["max_wait"],
+                             spec["rest_fresh_every"])  # fmt: skip
+    plan = queue_plan(spec["queue_rate"], spec["seconds"], spec["watched"], own,
+                      spec["queue_uncached_every"])  # fmt: skip
+    asker = QueueAsker(spec["queue_url"], spec["queue_client"], spec["max_wait"], spec["prefix"])
+    asker.start(plan, spec["epoch"])
+    try:
+        engine.run(spec["base"], arrivals, log.write, drain_s=spec["max_wait"],
+                   start_epoch=spec["epoch"])  # fmt: skip
+        for row in asker.join():
+            log.write(row)
+    finally:
+        asker.close()
+        log.close()
+
+
+def run_abusers(spec: dict[str, Any]) -> dict[str, Any]:
+    """Every abuser side by side from `spec["epoch"]` for `spec["seconds"]`; what each did.
+    The anonymous clients' rows go to `spec["rows"]`."""
+    args = argparse.Namespace(**spec)
+    admin = redis.Redis.from_url(spec["guard_url"], socket_timeout=5) if spec["guard_url"] else None
+    if (delay := spec["epoch"] - time.time()) > 0:
+        time.sleep(delay)
+    until = spec["epoch"] + spec["seconds"]
     stop = threading.Event()
     results: dict[str, Any] = {}
+    pairs = [[(s, h) for s, h in mine] for mine in spec["pairs"]]
+    log = RawLog(spec["rows"])
+
+    def anonymous() -> dict[str, Any]:
+        arrivals = anonymous_arrivals(spec["addresses"], spec["anon_rate"], spec["seconds"],
+                                      pairs[:-1])  # fmt: skip
+        if spec["rotate_rate"] > 0:
+            arrivals += rotating_arrivals(spec["rotate_rate"], spec["seconds"], pairs[-1])
+        return engine.run(spec["base"], arrivals, log.write, drain_s=10.0,
+                          start_epoch=spec["epoch"])  # fmt: skip
+
+    def sockets() -> dict[str, Any]:
+        return asyncio.run(hold_sockets(spec["ws_base"], spec["base"], spec["watched"][0],
+                                        spec["ws_sockets"], spec["ws_addresses"],
+                                        spec["ws_open_rate"], until))  # fmt: skip
+
     jobs: dict[str, Callable[[], dict[str, Any]]] = {
-        "flood": lambda: flood(
-            os.environ["ABUSE_FLOOD_URL"], args.flood_client, admin, args, until, stop
-        ),  # fmt: skip
-        "hoarder": lambda: hoard(
-            os.environ["ABUSE_HOARDER_URL"], args.hoarder_client, args, until, stop
-        ),  # fmt: skip
+        "flood": lambda: flood(spec["flood_url"], spec["flood_client"], admin, args, until, stop),
+        "hoarder": lambda: hoard(spec["hoarder_url"], spec["hoarder_client"], args, until, stop),
+        "anonymous": anonymous,
+        **({"websockets": sockets} if spec["ws_sockets"] else {}),
     }
 
     def keep(name: str, job: Callable[[], dict[str, Any]]) -> None:
         try:
             results[name] = job()
-        except Exception as exc:  # noqa: BLE001 - reported, the other abuser goes on
+        except Exception as exc:  # noqa: BLE001 - reported, the other abusers go on
             results[name] = {"crashed": f"{type(exc).__name__}: {exc}"}
 
     threads = [threading.Thread(target=keep, args=item, daemon=True) for item in jobs.items()]
@@ -364,24 +514,25 @@ def run_abusers(args: argparse.Namespace) -> dict[str, Any]:
         stop.set()
         for thread in threads:
             thread.join(15)
+    finally:
+        log.close()
     return results
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description="make abuse's abusive stream clients")
-    parser.add_argument("--seconds", type=float, required=True)
-    parser.add_argument("--out", type=Path, required=True, help="where the summary goes (JSON)")
-    parser.add_argument("--flood-client", default="flood")
-    parser.add_argument("--hoarder-client", default="hoarder")
-    parser.add_argument("--entry-bytes", type=int, default=256 * 1024)
-    parser.add_argument("--flood-mib-s", type=float, default=100.0)
-    parser.add_argument("--guard-mib", type=float, default=1536.0)
-    parser.add_argument("--groups", type=int, default=20000)
-    parser.add_argument("--hoarder-rate", type=float, default=10.0)
+    parser = argparse.ArgumentParser(description="make abuse's clients, one side per process")
+    parser.add_argument("side", choices=("polite", "abusers"))
+    parser.add_argument("--spec", type=Path, required=True, help="what to do (JSON, 0600)")
+    parser.add_argument("--out", type=Path, help="the abusers' summary (JSON)")
     args = parser.parse_args(argv)
+    spec = json.loads(args.spec.read_text(encoding="utf-8"))
     with handle_signals():
-        results = run_abusers(args)
-    args.out.write_text(json.dumps(results, indent=1), encoding="utf-8")
+        if args.side == "polite":
+            run_polite(spec)
+            return 0
+        results = run_abusers(spec)
+    if args.out is not None:
+        args.out.write_text(json.dumps(results, indent=1), encoding="utf-8")
     return 0
 
 

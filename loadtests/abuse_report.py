@@ -13,6 +13,7 @@ from typing import Any
 from loadtests.report import fmt, table, verdict
 
 MAX_P95_RATIO = 2.0  # the abused phase's p95 against the quiet phase's
+MIN_ANSWERS = 60  # per client and phase: fewer, and the p95 is the slowest one or two
 WATCHLIST_MIN_SHARE = 0.5  # refreshes in the abused phase against the quiet phase's
 MIB = 1024 * 1024
 REQUESTS_TABLE = "predictions_predictionrequest"  # PredictionRequest's table
@@ -103,9 +104,18 @@ def client_rows(
             abused["not_done"],
         )
     cell, met = p95_ratio_cells(quiet, abused)
+    enough = [verdict(c["answered"] >= MIN_ANSWERS) for c in (quiet, abused)]
+    refusals = []
+    if http:
+        rq, ra = quiet.get("admission_refusals", 0), abused.get("admission_refusals", 0)
+        refusals = [[f"{label}: refused at admission (POST 429/503)", str(rq), str(ra), "0",
+                     verdict(rq == 0), verdict(ra == 0)]]  # fmt: skip
     return [
         [f"{label}: answers arrived", answered_cell(quiet), answered_cell(abused), "all",
          arrival_verdict(quiet), arrival_verdict(abused)],
+        [f"{label}: answers, enough for a p95", str(quiet["answered"]),
+         str(abused["answered"]), f"≥ {MIN_ANSWERS}", *enough],
+        *refusals,
         [f"{label}: {failed_label}", str(fq), str(fa), "0", verdict(fq == 0), verdict(fa == 0)],
         [f"{label}: p50 / p95 ms (exact, raw latencies)", latency_cell(quiet),
          latency_cell(abused), "", "", ""],
@@ -166,7 +176,7 @@ def database_rows(quiet: Mapping[str, Any], abused: Mapping[str, Any]) -> list[l
 def verdict_rows(quiet: Mapping[str, Any], abused: Mapping[str, Any]) -> list[list[str]]:
     """One row per figure: figure, quiet, abused, goal, verdict quiet, verdict abused."""
     return [
-        *client_rows("REST client", quiet["rest"], abused["rest"], http=True),
+        *client_rows("REST client (token)", quiet["rest"], abused["rest"], http=True),
         *client_rows("stream client", quiet["queue"], abused["queue"], http=False),
         *watchlist_rows(quiet, abused),
         *redis_rows(quiet, abused),
@@ -204,10 +214,51 @@ def abuser_lines(abused: Mapping[str, Any]) -> list[str]:
             f"created on its output stream, {hoard['questions']:,} questions, "
             f"{hoard['read_unacked']:,} answers read and never acknowledged; refused: {errors}"
         )
-    for address, statuses in sorted(abused.get("anonymous", {}).items()):
+    for name, statuses in sorted(abused.get("anonymous", {}).items()):
         shown = ", ".join(f"{code}: {n:,}" for code, n in sorted(statuses.items()))
-        lines.append(f"* anonymous {address}: {shown}")
+        label = name if name.startswith("anonymous") else f"anonymous {name}"
+        lines.append(f"* {label}: {shown}")
+    sockets = abused.get("abusers", {}).get("websockets")
+    if sockets and "crashed" not in sockets:
+        shown = ", ".join(f"{k}: {v:,}" for k, v in sorted(sockets["outcomes"].items()))
+        lines.append(
+            f"* websockets ({sockets['addresses']} /64s as X-Forwarded-For): "
+            f"{sockets['asked']:,} asked, {sockets['accepted']:,} accepted, "
+            f"{sockets['held_to_the_end']:,} held to the end, {sockets['messages']:,} "
+            f"messages read; {shown or 'no outcome'}"
+        )
+    for name, what in sorted(abused.get("abusers", {}).items()):
+        if isinstance(what, dict) and "crashed" in what:
+            lines.append(f"* {name}: crashed ({what['crashed']})")
     return lines
+
+
+def cpu_rows(phases: Sequence[Mapping[str, Any]]) -> list[list[str]]:
+    """Each CPU-quota group's use over each phase's window: cores on average, and the
+    share of periods in which it ran out of its quota."""
+    names = sorted({n for phase in phases for n in phase.get("cpu_groups", {})})
+    rows = []
+    for name in names:
+        cells = []
+        for phase in phases:
+            used = phase.get("cpu_groups", {}).get(name)
+            cells.append(
+                "–" if not used
+                else f"{used['cores']:.2f} cores, throttled in {used['throttled_share']:.0%}"
+            )  # fmt: skip
+        rows.append([f"{name}", *cells])
+    return rows
+
+
+def time_rows(phases: Sequence[Mapping[str, Any]]) -> list[list[str]]:
+    labels = {
+        "stack_start_s": "stack start",
+        "warm_up_s": "warm-up (every symbol once)",
+        "window_and_drain_s": "window and drain",
+        "watchlist_wait_s": "watchlist's wait",
+    }
+    return [[label, *(fmt(p.get("took", {}).get(key), 0) for p in phases)]
+            for key, label in labels.items()]  # fmt: skip
 
 
 def report(results: Mapping[str, Any]) -> str:
@@ -228,6 +279,12 @@ def report(results: Mapping[str, Any]) -> str:
         "",
         *abuser_lines(abused),
         "",
+        "CPU of the clients' quota groups over each window (the service keeps the rest):",
+        "",
+        table(["group", "quiet", "abused"], cpu_rows([quiet, abused])),
+        f"Where the time went, s (the whole run: {fmt(results.get('took_s'), 0)} s):",
+        "",
+        table(["step", "quiet", "abused"], time_rows([quiet, abused])),
         "Rows per hour by table (from the counts at the start and the end of each window):",
         "",
         table(["table", "quiet", "abused"], growth_rows([quiet, abused])),

@@ -10,7 +10,7 @@ from loadtests.abuse_report import http_5xx, report, verdict_rows
 MIB = 1024 * 1024
 
 
-def client(p95: float, answered: int = 40, expected: int = 40, **extra: Any) -> dict[str, Any]:
+def client(p95: float, answered: int = 72, expected: int = 72, **extra: Any) -> dict[str, Any]:
     statuses = {"done": answered, **extra.pop("statuses", {})}
     return {"expected": expected, "answered": answered, "not_done": expected - answered,
             "p50_ms": p95 / 3, "p95_ms": p95, "statuses": statuses, "watched_hits": "20 / 30",
@@ -36,7 +36,7 @@ def verdicts(quiet: dict[str, Any], abused: dict[str, Any]) -> dict[str, tuple[s
 
 def test_an_abused_phase_like_the_quiet_one_meets_every_goal():
     found = verdicts(phase(), phase(p95=1900.0))
-    assert found["REST client: p95 abused / quiet"][1] == "met"
+    assert found["REST client (token): p95 abused / quiet"][1] == "met"
     assert found["stream client: answers arrived"] == ("met", "met")
     assert found["main Redis: used_memory peak"] == ("met", "met")
     assert "**not met**" not in {v for pair in found.values() for v in pair}
@@ -44,17 +44,17 @@ def test_an_abused_phase_like_the_quiet_one_meets_every_goal():
 
 def test_a_p95_over_twice_the_quiet_one_is_not_met():
     found = verdicts(phase(), phase(p95=2100.0))
-    assert found["REST client: p95 abused / quiet"][1] == "**not met**"
+    assert found["REST client (token): p95 abused / quiet"][1] == "**not met**"
     assert found["stream client: p95 abused / quiet"][1] == "**not met**"
 
 
 def test_a_fast_p95_over_only_some_answers_is_no_pass():
     abused = phase(p95=50.0)
-    abused["rest"] = client(50.0, answered=1, statuses={"http 503": 39})
+    abused["rest"] = client(50.0, answered=1, statuses={"http 503": 71}, admission_refusals=71)
     found = verdicts(phase(), abused)
-    assert found["REST client: p95 abused / quiet"][1] == "**not met**"
-    assert found["REST client: answers arrived"][1] == "**not met**"
-    assert found["REST client: 5xx answers"][1] == "**not met**"
+    assert found["REST client (token): p95 abused / quiet"][1] == "**not met**"
+    assert found["REST client (token): answers arrived"][1] == "**not met**"
+    assert found["REST client (token): 5xx answers"][1] == "**not met**"
 
 
 def test_a_redis_without_maxmemory_is_not_within_a_bound():
@@ -99,3 +99,14 @@ def test_the_report_states_the_rows_per_hour_of_every_table():
     text = report(results)
     assert "| database: PredictionRequest rows per hour | 1,200 | 1,200 | stated |" in text
     assert "| other | 300 | 300 |" in text
+
+
+def test_the_identified_client_refused_at_admission_or_too_few_answers_is_not_met():
+    abused = phase()
+    abused["rest"] = client(1000.0, answered=70, statuses={"http 503": 2}, admission_refusals=2)
+    abused["queue"] = client(1000.0, answered=30, expected=30)
+    found = verdicts(phase(), abused)
+    assert found["REST client (token): refused at admission (POST 429/503)"] == (
+        "met", "**not met**",
+    )  # fmt: skip
+    assert found["stream client: answers, enough for a p95"] == ("met", "**not met**")
