@@ -243,6 +243,10 @@ REGISTRY_SHADOW = env_bool("REGISTRY_SHADOW", True)
 ADMISSION_MAX_IN_FLIGHT = env_int("ADMISSION_MAX_IN_FLIGHT", 0, minimum=0)
 ADMISSION_PER_PROCESS = env_int("ADMISSION_PER_PROCESS", 4, minimum=1)
 ADMISSION_CLIENT_SHARE = env_float("ADMISSION_CLIENT_SHARE", 0.5, minimum=0.01)
+# While identified clients (tokens, stream clients, batch, the watchlist) hold or ask for
+# places, all anonymous clients together hold at most this fraction of the admission places
+# and of the ?wait slots (serving/admission.py); alone they may use every place.
+ADMISSION_ANONYMOUS_SHARE = env_float("ADMISSION_ANONYMOUS_SHARE", 0.5, minimum=0.01)
 # Retry-After when nothing finished in the last minute to measure a drain rate from.
 ADMISSION_RETRY_AFTER_IDLE = env_int("ADMISSION_RETRY_AFTER_IDLE", 5, minimum=1)
 # Questions in flight one client may follow (join) at once; beyond, 429 (serving/follows.py).

@@ -1,4 +1,4 @@
-"""Admission control: at most so many pipelines in flight, and a fair share per client.
+"""Admission control: at most so many pipelines in flight, shared fairly among the clients.
 
 Why: without a bound, a burst of distinct cold requests was all accepted and whatever
 the workers could not finish within PREDICTION_TIMEOUT failed after five minutes. Now a
@@ -8,22 +8,35 @@ taken from how fast pipelines have been finishing. Cached answers and joins to a
 identical request in flight need no admission (joins have their own bound per client,
 `serving/follows.py`).
 
-The share is fair among the clients asking now: with n of them (those holding places,
-those refused for a full service who were told to come back and whose Retry-After has
-not passed, and the asking one) a client may take a place only while it holds fewer
-than floor(limit / n), at least one, and never more than ADMISSION_CLIENT_SHARE of the
-limit. A fixed half per client let two clients hold every place. A newcomer under its
-share is admitted at once, even past the limit (never past twice it): the clients that
-took the places while they were fewer now hold more than their share and are refused
-until they drain to it, so the service returns under its limit within a pipeline's time
-(seconds) and the newcomer never waits behind them. Only with more clients than places
-does a newcomer wait for a drain. Alone, a client gets ADMISSION_CLIENT_SHARE (half by
-default), not all: the other half lets a newcomer in without exceeding the limit; a
-deployment with a single client (a batch, a load test) sets it to 1.
+The places are shared among the clients asking now: those holding places, those refused
+for a full service whose Retry-After (and a grace) has not passed, and the asking one.
+Each identified client (an account, a stream client, a batch host, the watchlist) is one
+client; all anonymous clients together (`anon:` keys) are one more, the anonymous pool,
+because an address costs nothing to change: a /48 holds 65,536 /64s, and counted one each
+they shrank every share to one and refused a token holder's first question.
+
+* An identified client may hold floor(limit / n), n being the identified clients asking
+  plus one for the pool when an anonymous client asks or holds a place; at least one,
+  never more than ADMISSION_CLIENT_SHARE of the limit (or its own cap, the watchlist's).
+  Under its share it is admitted even when the service is full, while there are no more
+  identified clients than places and never past twice the limit: whoever took the places
+  while the clients were fewer holds more than its share now and is refused until it
+  drains to it, so the excess is theirs and ends within a pipeline's time. Anonymous
+  clients hold at most `limit` places, so they alone never make it wait.
+* Anonymous clients take only free places, never past the limit. Alone they may use every
+  place; while an identified client holds or asks for one, the pool may hold its share
+  as one client, floor(limit / n), within ADMISSION_ANONYMOUS_SHARE of the limit (half by
+  default), and its clients are refused (503) until it is back under that. Inside the pool its places are shared
+  the same way among the anonymous clients asking, each one IPv6 /48 or one IPv4 address
+  (`rate_limits.pool_key`, which says why).
+* Alone, a client gets ADMISSION_CLIENT_SHARE (half by default), not all: the other half
+  lets a newcomer in without a drain; a deployment with a single client (a batch, a load
+  test) sets it to 1.
 
 The pipelines in flight are a Redis sorted set scored by deadline, so a request that was
-lost never holds a place past its deadline; a hash names each place's client. Both are
-read and changed by one Lua script, so the check and the take are one step.
+lost never holds a place past its deadline; a hash names each place's client, and two
+sorted sets (identified, anonymous) the clients refused for a full service. All are read
+and changed by one Lua script, so the check and the take are one step.
 """
 
 from __future__ import annotations
@@ -35,29 +48,34 @@ from dataclasses import dataclass
 from django.conf import settings
 
 from predictions import event_metrics
+from predictions.rate_limits import pool_key
 from predictions.redis_client import get_redis, script
 
 IN_FLIGHT_KEY = "stockserve:inflight"
 OWNERS_KEY = "stockserve:inflight-owners"
 # Clients refused for a full service, scored by when they stop counting as asking.
 ASKING_KEY = "stockserve:inflight-asking"
+ANONYMOUS_ASKING_KEY = "stockserve:inflight-asking-anonymous"
 ASKING_GRACE_SECONDS = 5  # beyond its Retry-After, for the client's own round trip
 DRAINED_PREFIX = "stockserve:drained:"
 DRAIN_WINDOW_SECONDS = 60
 ADMITTED, BUSY, OVER_SHARE = "admitted", "busy", "over-share"
 OVER_FOLLOWS = "over-follows"  # joins: the client follows JOIN_MAX_PER_CLIENT already
+ANONYMOUS_PREFIX = "anon:"  # an address, not an account, a stream client or a batch host
 
-# KEYS: in flight, owners, asking. ARGV: now, deadline, id, client, limit, the share
-# when alone. Returns {code, in flight, the client's places, the client's share}: code 0
-# admitted, 1 busy (the service is full), 2 over share. The clients holding places are
-# counted from the owners hash (at most `limit` entries), so no count can drift from the
-# places; a client both holding and asking counts once. A client above its share hears
-# so even when the service is full (it is why others wait); one at its share hears that
-# the service is full when it is, as a client alone with every place does. One under its
-# share is admitted even when the service is full, while there are no more clients than
-# places: the others hold more than their share now and are refused until they drain to
-# it, so the excess is theirs, ends within a pipeline's time, and never passes twice the
-# limit. With more clients than places a newcomer waits for a drain.
+# KEYS: in flight, owners, identified asking, anonymous asking. ARGV: now, deadline, id,
+# client, limit, the client's share when alone, the anonymous pool's most. Returns {code,
+# in flight, the client's places, its share, the pool's places, the pool's allowance}:
+# code 0 admitted, 1 busy (the service is full), 2 over share, 3 the anonymous pool is
+# full. The clients are counted from the owners hash (at most twice `limit` entries) and
+# the two asking sets' cardinalities, so no count can drift from the places; a client
+# both holding and asking counts once. A client above its share hears so even when the
+# service is full (it is why others wait); one at its share hears that the service is
+# full when it is. An identified client under its share is admitted even when the
+# service is full, while there are no more identified clients than places and fewer than
+# twice the limit in flight. An anonymous one only takes a free place within the pool's
+# allowance: all of the limit while no identified client holds or asks, else the pool's
+# fair share as one client, within its most.
 _ADMIT = """
 local now = tonumber(ARGV[1])
 for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)) do
@@ -65,30 +83,51 @@ for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)) do
 end
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
-local held = {}
+redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)
+local client, limit, most = ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6])
+local function anonymous(c) return string.sub(c, 1, 5) == 'anon:' end
+local held, pool_held = {}, 0
 for _, owner in ipairs(redis.call('HVALS', KEYS[2])) do
   held[owner] = (held[owner] or 0) + 1
+  if anonymous(owner) then pool_held = pool_held + 1 end
 end
-local clients = redis.call('ZCARD', KEYS[3])
+local mine = held[client] or 0
+held[client] = mine
+local identified, pooled = redis.call('ZCARD', KEYS[3]), redis.call('ZCARD', KEYS[4])
 for owner, _ in pairs(held) do
-  if not redis.call('ZSCORE', KEYS[3], owner) then clients = clients + 1 end
+  if anonymous(owner) then
+    if not redis.call('ZSCORE', KEYS[4], owner) then pooled = pooled + 1 end
+  elseif not redis.call('ZSCORE', KEYS[3], owner) then
+    identified = identified + 1
+  end
 end
-local mine = held[ARGV[4]] or 0
-if mine == 0 and not redis.call('ZSCORE', KEYS[3], ARGV[4]) then clients = clients + 1 end
-local limit = tonumber(ARGV[5])
-local share = math.max(1, math.min(tonumber(ARGV[6]), math.floor(limit / clients)))
 local in_flight = redis.call('ZCARD', KEYS[1])
-if mine > share then return {2, in_flight, mine, share} end
-if mine >= share then
-  if in_flight >= limit then return {1, in_flight, mine, share} end
-  return {2, in_flight, mine, share}
+local code, share, allowance = 0, 0, limit
+if anonymous(client) then
+  if identified > 0 then
+    allowance = math.max(1, math.min(tonumber(ARGV[7]), math.floor(limit / (identified + 1))))
+  end
+  share = math.max(1, math.min(most, math.floor(allowance / pooled)))
+  if mine > share then code = 2
+  elseif identified > 0 and pool_held >= allowance then code = 3
+  elseif in_flight >= limit then code = 1
+  elseif mine >= share then code = 2 end
+else
+  local clients = identified
+  if pooled > 0 then clients = clients + 1 end
+  share = math.max(1, math.min(most, math.floor(limit / clients)))
+  if mine > share then code = 2
+  elseif mine >= share then
+    if in_flight >= limit then code = 1 else code = 2 end
+  elseif in_flight >= limit and (math.floor(limit / identified) < 1 or in_flight >= 2 * limit) then
+    code = 1
+  end
 end
-if in_flight >= limit and (math.floor(limit / clients) < 1 or in_flight >= 2 * limit) then
-  return {1, in_flight, mine, share}
-end
+if code ~= 0 then return {code, in_flight, mine, share, pool_held, allowance} end
 redis.call('ZADD', KEYS[1], ARGV[2], ARGV[3])
-redis.call('HSET', KEYS[2], ARGV[3], ARGV[4])
-return {0, in_flight + 1, mine + 1, share}
+redis.call('HSET', KEYS[2], ARGV[3], client)
+if anonymous(client) then pool_held = pool_held + 1 end
+return {0, in_flight + 1, mine + 1, share, pool_held, allowance}
 """
 # KEYS: in flight, owners, this second's drain counter. ARGV: id.
 _RELEASE = """
@@ -108,6 +147,7 @@ class Decision:
     retry_after: int = 0
     held: int = 0  # the asking client's places (after an admission, with the new one)
     share: int = 0  # how many it may hold right now (OVER_FOLLOWS: questions it may follow)
+    pool: int = 0  # BUSY for a full anonymous pool: the places the pool may hold right now
 
     @property
     def admitted(self) -> bool:
@@ -115,6 +155,12 @@ class Decision:
 
     def reason(self) -> str:
         """Why not, in a sentence that names only the asking client's own use."""
+        if self.outcome == BUSY and self.pool:
+            return (
+                f"The places anonymous clients may hold right now ({self.pool} of the "
+                f"service's {self.limit}) are taken; try again in {self.retry_after} s, or "
+                f"ask with an API token."
+            )
         if self.outcome == BUSY:
             return (
                 f"The service is at capacity ({self.limit} predictions in progress); "
@@ -160,7 +206,22 @@ def equal_share(limit: int, clients: int, most: int) -> int:
     return max(1, min(most, limit // max(1, clients)))
 
 
-ANONYMOUS_PREFIX = "anon:"  # an address, not an account, a stream client or a batch host
+def anonymous_share(limit: int) -> int:
+    """The most the anonymous pool may hold while identified clients ask:
+    ADMISSION_ANONYMOUS_SHARE of `limit`, at least one."""
+    return max(1, min(limit, math.floor(limit * settings.ADMISSION_ANONYMOUS_SHARE)))
+
+
+def is_anonymous(client: str) -> bool:
+    return client.startswith(ANONYMOUS_PREFIX)
+
+
+def pool_client(client: str) -> str:
+    """The key a client shares places, `?wait` slots and joins under: an anonymous client's
+    address as `rate_limits.pool_key` counts it (an IPv6 /48), any other client itself."""
+    if not is_anonymous(client):
+        return client
+    return ANONYMOUS_PREFIX + pool_key(client[len(ANONYMOUS_PREFIX) :])
 
 
 def queue_rank(client: str, place: int) -> int:
@@ -170,7 +231,7 @@ def queue_rank(client: str, place: int) -> int:
     asking once is served next, not after another's many. Anonymous clients come after
     identified ones because an address costs nothing to change: two of them at their rate
     limit otherwise keep a client with a token waiting behind them (`make abuse`)."""
-    anonymous = 1 if client.startswith(ANONYMOUS_PREFIX) else 0
+    anonymous = 1 if is_anonymous(client) else 0
     return min(place - 1 + anonymous, 2)
 
 
@@ -178,9 +239,12 @@ def admit(
     request_id: str, client: str, deadline: float, limit: int, most: int | None = None
 ) -> Decision:
     """Take a place for `request_id` if the client is under its fair share (and `most`,
-    a client's own cap) and the service has one free."""
+    a client's own cap) and the service (for an anonymous client, its pool) has one free.
+    An anonymous client is counted by its network (`pool_client`)."""
     now = time.time()
-    keys = [IN_FLIGHT_KEY, OWNERS_KEY, ASKING_KEY]
+    client = pool_client(client)
+    asking = ANONYMOUS_ASKING_KEY if is_anonymous(client) else ASKING_KEY
+    keys = [IN_FLIGHT_KEY, OWNERS_KEY, ASKING_KEY, ANONYMOUS_ASKING_KEY]
     argv: list[str | float] = [
         now,
         deadline,
@@ -188,18 +252,21 @@ def admit(
         client,
         limit,
         client_share(limit) if most is None else min(most, client_share(limit)),
+        anonymous_share(limit),
     ]
-    code, in_flight, held, share = (int(v) for v in script(_ADMIT)(keys, argv))
+    reply = script(_ADMIT)(keys, argv)
+    code, in_flight, held, share, pool_held, allowance = (int(v) for v in reply)
     if code == 0:
         return Decision(ADMITTED, in_flight, limit, held=held, share=share)
-    outcome = BUSY if code == 1 else OVER_SHARE
-    wait = retry_after(in_flight, limit)
+    outcome = OVER_SHARE if code == 2 else BUSY
+    pool = allowance if code == 3 else 0
+    wait = retry_after(pool_held, allowance) if pool else retry_after(in_flight, limit)
     pipe = get_redis().pipeline(transaction=False)
     event_metrics.count_refusal(pipe, outcome)
     if outcome == BUSY:  # it will come back: its share counts until then
-        pipe.zadd(ASKING_KEY, {client: now + wait + ASKING_GRACE_SECONDS})
+        pipe.zadd(asking, {client: now + wait + ASKING_GRACE_SECONDS})
     pipe.execute()
-    return Decision(outcome, in_flight, limit, wait, held, share)
+    return Decision(outcome, in_flight, limit, wait, held, share, pool)
 
 
 def over_follows(followed: int, bound: int, limit: int) -> Decision:

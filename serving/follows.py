@@ -4,7 +4,8 @@ Why: joining an identical request in flight needs no admission place, and each j
 new row (and an event). One address asking one question 100 times while it ran made 100
 rows; at the anonymous rate that was ~170,000 rows a day. Now a client asking a question it
 already follows gets its own follower back (no new row), and may follow at most
-JOIN_MAX_PER_CLIENT questions in flight at once.
+JOIN_MAX_PER_CLIENT questions in flight at once. An anonymous client is counted as admission
+counts it (`admission.pool_client`: an IPv6 /48), so a site's many /64s share one bound.
 
 Per client, a sorted set of the leaders it follows, scored by the leader's deadline (an
 entry lapses with its leader), and a hash from each leader to the client's follower. A
@@ -20,6 +21,7 @@ from dataclasses import dataclass
 from django.conf import settings
 
 from predictions.redis_client import get_redis, script, text
+from serving.admission import pool_client
 
 PREFIX = "stockserve:inflight-follows:"  # + client; "inflight*" is cleared with admission
 NEW, EXISTING, FULL = 0, 1, 2
@@ -54,6 +56,7 @@ class Follow:
 
 
 def _keys(client: str) -> list[str]:
+    client = pool_client(client)
     return [f"{PREFIX}{client}", f"{PREFIX}{client}:followers"]
 
 

@@ -57,7 +57,8 @@ class Question:
 class Client:
     """Who asks: whose share of admission control (and of joins) it takes, and whose
     request it is. An anonymous client's address is `rate_limits.address_key`'s: an IPv4
-    address, or an IPv6 address's /64."""
+    address, or an IPv6 address's /64; admission and joins count it by its /48
+    (`admission.pool_client`), and all anonymous clients share one capped pool."""
 
     # "user:<pk>", "anon:<address>", "stream:<name>", "batch:<host>", "watchlist", and
     # "health" (model health retraining a demoted model: exempt from admission)

@@ -1,6 +1,8 @@
 """Wherever a client is known by its address (rate limits on the fast and the full path,
 admission's client, `?wait` slots, websockets), an IPv6 address counts as its /64 and an
-IPv4 address as itself: one IPv6 host cannot become many clients by using many /128s."""
+IPv4 address as itself: one IPv6 host cannot become many clients by using many /128s.
+(Admission, `?wait` and joins go further and count a /64's /48:
+test_anonymous_clients_share_one_capped_pool.py.)"""
 
 from __future__ import annotations
 
@@ -60,7 +62,7 @@ def test_the_fast_path_counts_a_64_as_one_client(two_a_minute):
     assert statuses == [200, 200, 429]
 
 
-def test_admission_counts_a_64_as_one_client(api_client, settings):
+def test_admission_counts_every_address_of_a_64_as_one_client(api_client, settings):
     settings.ADMISSION_MAX_IN_FLIGHT = 4
     settings.ADMISSION_CLIENT_SHARE = 0.5  # alone: two
 
@@ -70,7 +72,7 @@ def test_admission_counts_a_64_as_one_client(api_client, settings):
 
     assert [ask(1, "2001:db8:5:5::1"), ask(2, "2001:db8:5:5::2")] == [202, 202]
     assert ask(3, "2001:db8:5:5::3") == 429  # its share, whatever /128 it asks from
-    assert ask(3, "2001:db8:5:6::1") == 202  # another /64 is another client
+    assert ask(3, "2001:db8:6:5::1") == 202  # another /48 is another client
     request = RequestFactory().get("/", REMOTE_ADDR="2001:db8:5:5::7")
     request.user = type("Anonymous", (), {"is_authenticated": False})()
-    assert client_key(request) == "anon:2001:db8:5:5::/64"  # what `?wait` slots count too
+    assert client_key(request) == "anon:2001:db8:5:5::/64"  # rate limits count the /64

@@ -125,7 +125,9 @@ def test_a_question_in_flight_is_joined_through_every_entry_point(api_client, cl
 def test_at_capacity_every_entry_point_meets_the_same_refusal(api_client, client, settings):
     settings.ADMISSION_MAX_IN_FLIGHT = 1
     deadline = PredictionRequest.queued(symbol="IBM", horizon=3).deadline.timestamp()
-    assert admission.admit("someone-else", "anon:10.9.9.9", deadline, 1).admitted
+    # An identified client holds the one place: an anonymous one would not keep the
+    # stream, batch or watchlist clients out (they would be admitted past the limit).
+    assert admission.admit("someone-else", "user:elsewhere", deadline, 1).admitted
     before = PredictionRequest.objects.count()
 
     rest_status, rest = via_rest(api_client)
