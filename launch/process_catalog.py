@@ -60,8 +60,13 @@ def web(
 
 def websocket(host: object, port: object) -> Command:
     """The live pages' websockets: uvicorn with the ASGI app, lifespan off (Channels'
-    ProtocolTypeRouter has no lifespan handler)."""
-    return _command("-m", "uvicorn", ASGI_APP, "--host", host, "--port", port, "--lifespan", "off")
+    ProtocolTypeRouter has no lifespan handler), and no proxy headers: the client's address
+    is decided by NUM_PROXIES, as for gunicorn's requests (`webui.connections.address_of`),
+    not by uvicorn trusting X-Forwarded-For from 127.0.0.1."""
+    return _command(
+        *("-m", "uvicorn", ASGI_APP, "--host", host, "--port", port),
+        *("--lifespan", "off", "--no-proxy-headers"),
+    )
 
 
 def worker(

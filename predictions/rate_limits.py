@@ -74,29 +74,6 @@ def _ipv6_key(address: str) -> str:
     return str(ipaddress.IPv6Network((parsed, 64), strict=False))
 
 
-@functools.lru_cache(maxsize=4096)
-def pool_key(address: str) -> str:
-    """Who an anonymous client is where it shares places with other anonymous clients
-    (admission, `?wait` slots, joins): an IPv6 address its /48, an IPv4 address itself.
-
-    Why a /48: it is what one site is given (RFC 6177; tunnel brokers hand one out free),
-    so its 65,536 /64s cost one holder nothing and would otherwise crowd out every other
-    anonymous client. IPv4 stays per address: a host has one, more are bought or leased
-    one by one, and an ISP's /24 is up to 254 unrelated subscribers who would share one
-    client's part. Rate limits and websockets keep `address_key`'s /64: a limit per
-    request's cost belongs to the host, which a /64 is. Takes an address or an
-    `address_key`; anything that is not an address is kept as it is.
-    """
-    key = address_key(address)
-    if ":" not in key:
-        return key
-    try:
-        network = ipaddress.IPv6Network(key, strict=False)
-    except ValueError:
-        return key
-    return str(network.supernet(new_prefix=48)) if network.prefixlen > 48 else str(network)
-
-
 def client_ident(request: Any) -> str:
     """The client's address key (`address_key`), trusting X-Forwarded-For only as far as
     NUM_PROXIES says.
@@ -108,15 +85,26 @@ def client_ident(request: Any) -> str:
 
 
 def _client_address(request: Any) -> str:
-    remote_addr = str(request.META.get("REMOTE_ADDR", ""))
-    forwarded = request.META.get("HTTP_X_FORWARDED_FOR")
-    proxies = cast("int | None", settings.REST_FRAMEWORK.get("NUM_PROXIES"))
-    if proxies is not None:
-        if proxies == 0 or not forwarded:
-            return remote_addr
-        addresses = forwarded.split(",")
-        return str(addresses[-min(proxies, len(addresses))].strip())
-    return "".join(forwarded.split()) if forwarded else remote_addr
+    return forwarded_client(
+        str(request.META.get("REMOTE_ADDR", "")),
+        request.META.get("HTTP_X_FORWARDED_FOR"),
+        cast("int | None", settings.REST_FRAMEWORK.get("NUM_PROXIES")),
+    )
+
+
+def forwarded_client(peer: str, x_forwarded_for: str | None, num_proxies: int | None) -> str:
+    """The client's address by NUM_PROXIES's rule, for HTTP and websockets alike: with 0
+    the socket's `peer` (any X-Forwarded-For is the client's own words); with N the N-th
+    address from the right of X-Forwarded-For, the one the client-facing proxy of the N
+    trusted ones appended, so entries a client put to the left of it change nothing.
+    None (NUM_PROXIES unset, DRF's meaning) takes the whole header.
+    """
+    if num_proxies is not None:
+        if num_proxies == 0 or not x_forwarded_for:
+            return peer
+        addresses = x_forwarded_for.split(",")
+        return str(addresses[-min(num_proxies, len(addresses))].strip())
+    return "".join(x_forwarded_for.split()) if x_forwarded_for else peer
 
 
 def window_key(scope: str, ident: str, rate: Rate, now: float | None = None) -> str:

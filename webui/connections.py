@@ -3,9 +3,9 @@
 Why: every open socket holds memory, a group membership in the channel layer and a task
 that rejoins it; nothing bounded them, so one address could open sockets until the
 process or Redis gave out. Now a process holds at most WS_MAX_CONNECTIONS, and one
-address (an IPv6 /64, `predictions.rate_limits.address_key`) at most
-WS_MAX_CONNECTIONS_PER_ADDRESS; beyond either, the handshake is refused with a close code
-and a reason that names only the asking address's own use.
+address (an IPv6 /64, `predictions.rate_limits.address_key`, found as HTTP finds it:
+`address_of`) at most WS_MAX_CONNECTIONS_PER_ADDRESS; beyond either, the handshake is
+refused with a close code and a reason that names only the asking address's own use.
 
 A socket counts from its handshake until its consumer ends, whichever way it ends. The
 consumers of one process run on one event loop and nothing here awaits, so plain counters
@@ -16,11 +16,11 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 
-from predictions.rate_limits import address_key
+from predictions.rate_limits import address_key, forwarded_client
 
 PER_ADDRESS_CODE = 4429  # like HTTP 429: this address holds its share
 FULL_CODE = 1013  # RFC 6455 "Try Again Later": the server is at its bound
@@ -36,11 +36,26 @@ class Refusal:
 
 
 def address_of(scope: dict[str, Any]) -> str:
-    """The client's address key; the ASGI server puts the peer (or, behind a trusted proxy,
-    the forwarded address) in scope["client"]."""
+    """The client's address key, by the rule HTTP's rate limits use (`forwarded_client`
+    with REST_FRAMEWORK["NUM_PROXIES"]): the socket's peer, or behind N trusted proxies
+    the N-th address from the right of X-Forwarded-For.
+
+    Why here and not uvicorn's proxy headers: uvicorn trusts X-Forwarded-For from
+    127.0.0.1 by default, so behind a proxy that does not set it a client chose its own
+    address, and with the proxy on another host it trusted none; `--forwarded-allow-ips`
+    names proxies, not a count, so it cannot say what NUM_PROXIES says. The catalog
+    starts uvicorn with `--no-proxy-headers` (scope["client"] is the peer) and one
+    function decides for both protocols.
+    """
     client = scope.get("client")
-    host = str(client[0]) if client else ""
-    return address_key(host)
+    peer = str(client[0]) if client else ""
+    forwarded = [
+        value.decode("latin-1")
+        for name, value in scope.get("headers", ())
+        if name.lower() == b"x-forwarded-for"
+    ]
+    proxies = cast("int | None", settings.REST_FRAMEWORK.get("NUM_PROXIES"))
+    return address_key(forwarded_client(peer, ",".join(forwarded) or None, proxies))
 
 
 def take(address: str) -> Refusal | None:
