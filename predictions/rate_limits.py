@@ -74,6 +74,29 @@ def _ipv6_key(address: str) -> str:
     return str(ipaddress.IPv6Network((parsed, 64), strict=False))
 
 
+@functools.lru_cache(maxsize=4096)
+def pool_key(address: str) -> str:
+    """Who an anonymous client is where it shares places with other anonymous clients
+    (admission, `?wait` slots, joins): an IPv6 address its /48, an IPv4 address itself.
+
+    Why a /48: it is what one site is given (RFC 6177; tunnel brokers hand one out free),
+    so its 65,536 /64s cost one holder nothing and would otherwise crowd out every other
+    anonymous client. IPv4 stays per address: a host has one, more are bought or leased
+    one by one, and an ISP's /24 is up to 254 unrelated subscribers who would share one
+    client's part. Rate limits and websockets keep `address_key`'s /64: a limit per
+    request's cost belongs to the host, which a /64 is. Takes an address or an
+    `address_key`; anything that is not an address is kept as it is.
+    """
+    key = address_key(address)
+    if ":" not in key:
+        return key
+    try:
+        network = ipaddress.IPv6Network(key, strict=False)
+    except ValueError:
+        return key
+    return str(network.supernet(new_prefix=48)) if network.prefixlen > 48 else str(network)
+
+
 def client_ident(request: Any) -> str:
     """The client's address key (`address_key`), trusting X-Forwarded-For only as far as
     NUM_PROXIES says.
