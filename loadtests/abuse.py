@@ -49,6 +49,7 @@ import tempfile
 import threading
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -80,6 +81,7 @@ QUEUE_CLIENT, FLOOD_CLIENT, HOARDER_CLIENT = "orders", "flood", "hoarder"
 WATCHED = ("AAPL", "MSFT", "GOOG")  # make run's PRECOMPUTE_SYMBOLS
 ACTIVE = ("queued", "running")  # a request that has not ended yet
 OOM_LINE = re.compile(r"\bOOM\b|maxmemory")
+WARM_UP_AT_ONCE = 3  # symbols trained at once before the window
 
 
 @dataclass
@@ -318,14 +320,17 @@ def warm_up(stack: Stack, token: str, symbols: list[str], asker: QueueAsker) -> 
     """Every symbol's models trained once, and the stream client answered once, before the
     window: the first question on a symbol trains from nothing in either phase. The
     symbols the service could answer (a replay's first day may leave some too few bars)."""
-    usable = []
-    for symbol in symbols:
+
+    def trained(symbol: str) -> bool:
         try:
             predict(stack.base, token, symbol=symbol, horizon=abuse_clients.WATCHED_HORIZON)
         except RuntimeError as exc:
             print(f"  {symbol} left out: {str(exc)[:120]}", flush=True)
-            continue
-        usable.append(symbol)
+            return False
+        return True
+
+    with ThreadPoolExecutor(max_workers=WARM_UP_AT_ONCE) as pool:  # within the client's share
+        usable = [s for s, ok in zip(symbols, pool.map(trained, symbols), strict=True) if ok]
     asker.input.enqueue("warm-up", symbol=usable[0], horizon=abuse_clients.WATCHED_HORIZON)
     if asker.output.query("warm-up", timeout=120) is None:
         raise TimeoutError("the stream client's first question got no answer in 120 s")
