@@ -129,6 +129,11 @@ redis.call('HSET', KEYS[2], ARGV[3], client)
 if anonymous(client) then pool_held = pool_held + 1 end
 return {0, in_flight + 1, mine + 1, share, pool_held, allowance}
 """
+# KEYS: owners. ARGV: id, client. The place stays in flight, owned by nobody.
+_DISOWN = """
+if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
+return redis.call('HDEL', KEYS[1], ARGV[1])
+"""
 # KEYS: in flight, owners, this second's drain counter. ARGV: id.
 _RELEASE = """
 if redis.call('ZREM', KEYS[1], ARGV[1]) == 0 then return 0 end
@@ -278,6 +283,14 @@ def release(request_id: str) -> None:
     """The request reached a final state: its place is free (a no-op if it held none)."""
     drained = f"{DRAINED_PREFIX}{int(time.time())}"
     script(_RELEASE)([IN_FLIGHT_KEY, OWNERS_KEY, drained], [request_id])
+
+
+def disown(request_id: str, client: str) -> bool:
+    """`client` stops answering for the place of `request_id` (False: it held none, or the
+    request has ended): the place no longer counts in the client's share, but still
+    counts among the service's places while the pipeline runs, until `release` or the
+    deadline. For a waiter that gives up on a request others still follow (a batch)."""
+    return bool(script(_DISOWN)([OWNERS_KEY], [request_id, pool_client(client)]))
 
 
 def drain_rate() -> float:

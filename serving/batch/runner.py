@@ -5,20 +5,34 @@ cached answer is written at once (unless `fresh`); otherwise the pair is queued 
 would be, with admission control as the client `batch:<host>` (so a batch holds no more
 than one client's share of the service and waits its Retry-After when refused), and
 through the same workers, and waited for as every entry point waits (`serving.awaiting`).
-A pair that does not finish within `timeout_s` is failed with that reason, so every
-request the batch made ends final.
+
+A pair that does not finish within `timeout_s` is written as failed with that reason, and
+the batch stops answering for it, but it fails only what is the batch's own:
+
+* a request it joined (another client's pipeline): its own follower row is failed and the
+  follow no longer counts against the batch; the pipeline goes on for whoever leads it;
+* a request it leads that no other request follows: failed, which frees its admission
+  place, so every request the batch made alone ends final;
+* a request it leads that others joined meanwhile: left running for them (failing it
+  would fail their followers with the batch's reason). The batch disowns its admission
+  place (`admission.disown`): it no longer counts in the batch's share, but still among
+  the service's places until the pipeline or its deadline ends it, as any request does.
+
+A client joining at the very moment the batch gives up may still find the request failed
+with the batch's reason, as a join racing any leader's end finds that end.
 """
 
 from __future__ import annotations
 
+import copy
 import socket
 import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from predictions.models import PredictionRequest, Status
-from serving import awaiting, final, gate
+from predictions.models import ACTIVE, PredictionRequest, Status
+from serving import admission, awaiting, final, follows, gate
 from serving.batch.rows import Row, rows_for
 from serving.gate import Client, Question
 
@@ -109,20 +123,34 @@ class BatchRunner:
         return str(outcome.request.id)
 
     def _collect(self, pending: dict[str, Pending], seconds: float) -> None:
-        """Write what ended (waiting up to `seconds` for the first); fail what timed out."""
+        """Write what ended (waiting up to `seconds` for the first); give up what timed out."""
         for request in self.awaited.ended(seconds):
             if pending.pop(str(request.id), None) is not None:
                 self._finish(awaiting.answer_of(request))
         now = time.monotonic()
         for request_id, waiting in list(pending.items()):
             if now > waiting.give_up_at:
-                request = PredictionRequest.objects.get(id=request_id)
-                final.fail(
-                    request, f"The batch stopped waiting for it after {self.timeout_s:.0f} s."
-                )
-                request.refresh_from_db()
                 del pending[request_id]
-                self._finish(awaiting.answer_of(request))
+                self._finish(self._give_up(request_id))
+
+    def _give_up(self, request_id: str) -> PredictionRequest:
+        """Stop waiting for a request by the module's rule; what the batch writes for it."""
+        reason = f"The batch stopped waiting for it after {self.timeout_s:.0f} s."
+        request = PredictionRequest.objects.get(id=request_id)
+        leader_id = request.answered_by_id  # read answered_by only once it is final
+        if leader_id is None and request.followers.filter(status__in=ACTIVE).exists():
+            admission.disown(request_id, self.client)
+            request.refresh_from_db()
+            if request.is_final:  # it ended meanwhile: its answer, as if waited for
+                return _written(request)
+            timed_out = copy.copy(request)
+            timed_out.status, timed_out.error = Status.FAILED, reason
+            return timed_out
+        final.fail(request, reason)
+        if leader_id is not None:
+            follows.forget(self.client, [str(leader_id)])
+        request.refresh_from_db()
+        return _written(request)
 
     def _finish(self, prediction: PredictionRequest) -> None:
         rows = rows_for(prediction)
@@ -131,3 +159,9 @@ class BatchRunner:
             self.tally.done += 1
         else:
             self.tally.failed += 1
+
+
+def _written(request: PredictionRequest) -> PredictionRequest:
+    """What the batch writes for a request that ended: the answer when done (its own or
+    the one it joined), else the request's own row and reason."""
+    return awaiting.answer_of(request) if request.status == Status.DONE else request
