@@ -7,6 +7,8 @@ strategy runs its stages is in `workers/strategies/`, the tasks in `workers.task
 
 from __future__ import annotations
 
+import uuid
+
 from celery import current_app
 
 from predictions.models import PredictionRequest
@@ -27,11 +29,19 @@ def warm_up_dispatch() -> None:
 def dispatch(request: PredictionRequest) -> None:
     """Start the request's strategy; call once the row is committed (the worker reads it).
 
-    If the broker cannot take the first task, the request fails at once with the reason
-    (instead of waiting for its deadline) and the error goes up to the caller.
+    The first task goes with the id the row records (`dispatch_task_id`): Celery gives it
+    as the root id to every task the pipeline sends, which is how the sweeper tells its
+    messages in the broker (serving/recovery.py). If the broker cannot take the first task,
+    the request fails at once with the reason (instead of waiting for its deadline) and the
+    error goes up to the caller.
     """
+    if not request.dispatch_task_id:  # a row made without one (by hand, or before them)
+        request.dispatch_task_id = str(uuid.uuid4())
+        PredictionRequest.objects.filter(id=request.id).update(
+            dispatch_task_id=request.dispatch_task_id
+        )
     try:
-        signatures.first_task(request).apply_async()
+        signatures.first_task(request).apply_async(task_id=request.dispatch_task_id)
     except Exception as exc:
         final.fail(request, f"The request could not be queued: {exc}")
         raise

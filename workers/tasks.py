@@ -119,12 +119,12 @@ def combine_at_objective(
 def chord_failed(task_request: Any, exc: Exception, traceback: Any, request_id: str) -> None:
     """Errback of the chord: header tasks report their own errors, so only bugs get here,
     and a store that went away under the chord (Redis restarted, or still loading its
-    append-only file): that request is dispatched again, within its deadline."""
+    append-only file): the sweeper dispatches that request again, within its deadline."""
     request = PredictionRequest.objects.filter(id=request_id).first()
     if request is None:
         return
     reason = f"its chord broke on the store ({exc!r})"[:300]
-    if recovery.broken_by_the_store(exc) and recovery.dispatch_again(request, reason):
+    if recovery.broken_by_the_store(exc) and recovery.leave_to_sweeper(request, reason):
         return
     final.fail(request, f"The pipeline failed unexpectedly: {exc!r}")
 

@@ -128,6 +128,9 @@ class PredictionRequest(models.Model):
     attempts = models.PositiveSmallIntegerField(default=1)
     dispatched_at = models.DateTimeField(null=True, blank=True)
     dispatch_epoch = models.CharField(max_length=32, blank=True)
+    # The id of the last dispatch's first task: Celery names it as the root of every task
+    # that pipeline sends, so the sweeper finds the pipeline's messages in the broker.
+    dispatch_task_id = models.CharField(max_length=36, blank=True)
     # Not stored: how many steps its tasks wait behind an identified client's first
     # pipeline at the broker (serving.signatures.priority; serving.admission.queue_rank).
     # A request dispatched again by the sweeper goes first.
@@ -159,6 +162,7 @@ class PredictionRequest(models.Model):
         request = cls(**fields)
         request.deadline = request.created_at + timedelta(seconds=settings.PREDICTION_TIMEOUT)
         request.dispatched_at = request.created_at
+        request.dispatch_task_id = str(uuid.uuid4())
         return request
 
     def save(self, *args: Any, **kwargs: Any) -> None:
@@ -226,13 +230,20 @@ class PredictionRequest(models.Model):
         return bool(updated)
 
     def claim_redispatch(self, epoch: str) -> bool:
-        """Count one more dispatch, if no other sweeper did in the meantime (guarded)."""
-        now = timezone.now()
+        """Count one more dispatch, with a new first task id, if no other sweeper did in the
+        meantime (guarded)."""
+        now, task_id = timezone.now(), str(uuid.uuid4())
         updated = PredictionRequest.objects.filter(
             id=self.id, status__in=ACTIVE, attempts=self.attempts
-        ).update(attempts=self.attempts + 1, dispatched_at=now, dispatch_epoch=epoch)
+        ).update(
+            attempts=self.attempts + 1,
+            dispatched_at=now,
+            dispatch_epoch=epoch,
+            dispatch_task_id=task_id,
+        )
         if updated:
-            self.attempts, self.dispatched_at, self.dispatch_epoch = self.attempts + 1, now, epoch
+            self.attempts, self.dispatched_at = self.attempts + 1, now
+            self.dispatch_epoch, self.dispatch_task_id = epoch, task_id
         return bool(updated)
 
     def settle_followers(self) -> list[PredictionRequest]:
