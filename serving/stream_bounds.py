@@ -11,6 +11,9 @@ every answer forever with a group that never acknowledged, and made the trimming
 * its output stream holds at most QUEUE_CLIENT_OUTPUT_MAXLEN answers, whatever groups
   read it; at most QUEUE_CLIENT_MAX_GROUPS consumer groups of at most
   QUEUE_CLIENT_MAX_CONSUMERS consumers each (the excess destroyed, a log line);
+* it holds at most QUEUE_CLIENT_MAX_CONNECTIONS connections (the newest beyond are
+  closed each second, `serving.redis_users.cap_connections`), each within the queue
+  Redis's client bounds, and may subscribe to one channel, its wake-ups;
 * its streams and live answers hold at most QUEUE_CLIENT_MAX_MEMORY_MB, measured with
   MEMORY USAGE and the bytes of answers written (counted by the hour they expire in):
   beyond, it is cut off for QUEUE_CLIENT_COOLDOWN seconds. Its Redis user is switched
@@ -25,6 +28,7 @@ credentials) gets the stream bounds but is never cut off.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import time
@@ -37,6 +41,7 @@ from stockserve_client import protocol
 from stockserve_client.protocol import ClientKeys
 
 from predictions.redis_client import text
+from serving.redis_users import stream_client_rules
 
 log = logging.getLogger(__name__)
 USAGE_PREFIX = "stockserve:queue:usage:"  # + name: hour an answer expires in -> its bytes
@@ -44,11 +49,25 @@ CUTOFFS_KEY = "stockserve:queue:cutoffs"  # name -> {"until": epoch s, "reason":
 DESTROY_PER_STEP = 100  # groups over the cap destroyed one by one; beyond, a cut-off
 ANSWER_OVERHEAD = 64  # bytes Redis spends on a key besides its name and value
 HOUR = 3600
+USER_PREFIX = "queue-"  # + the client's name: its Redis user
 
 
 def user_name(client: str) -> str:
     """The Redis user of a named stream client (`manage.py stream_clients add`)."""
-    return f"queue-{client}"
+    return f"{USER_PREFIX}{client}"
+
+
+def renew_rules(server: redis.Redis, keys: ClientKeys) -> bool:
+    """Give the client's user, if it has one, the current rules (`stream_client_rules`),
+    keeping its password and on/off: a user made by an older release may hold more (a
+    channel pattern) than the rules allow now. True when it has a user."""
+    user = user_name(keys.name)
+    if not server.acl_getuser(user):
+        return False
+    server.execute_command("ACL", "SETUSER", user, *stream_client_rules(keys))
+    with contextlib.suppress(redis.ResponseError):  # no ACL file: renewed at each start
+        server.execute_command("ACL", "SAVE")
+    return True
 
 
 def usage_key(client: str) -> str:

@@ -12,7 +12,8 @@ answered `refused`. A question goes through the gate every entry point shares
 has its own share): a cached answer is written at once; otherwise the consumer holds its
 message until the prediction ends. The answer is written once: one Lua script sets the
 per-request key only if absent, appends to the output stream (capped), publishes the
-wake-up, then acknowledges and deletes the input entry. So nothing is acknowledged
+request id on the client's one wake-up channel (`ClientKeys.done_channel`, the one channel
+its ACL allows), then acknowledges and deletes the input entry. So nothing is acknowledged
 before its answer exists (at least once), and a duplicate request id, or a message
 answered twice after a claim, is answered once.
 
@@ -37,9 +38,11 @@ from stockserve_client.protocol import Answer, ClientKeys
 
 from predictions import log_context
 from predictions.models import PredictionRequest
+from predictions.redis_client import get_redis
 from predictions.symbols import InvalidSymbol, normalize_symbol
 from serving import awaiting, gate, stream_bounds
 from serving.gate import Client, Question
+from serving.redis_users import MARKET_READER_PREFIX, cap_connections
 from serving.stream_bounds import Usage, trim_read
 from serving.stream_redis import get_queue_redis, queue_script
 
@@ -49,13 +52,14 @@ DEAD_LETTER_STREAM = "stockserve:queue:dead"  # entries no consumer could answer
 FAILURES_KEY = "stockserve:queue:failures"  # entry id -> failed attempts
 
 # KEYS: answer key, output stream, input stream, the client's usage. ARGV: answer JSON,
-# request id, ttl, group, input entry id, channel, output cap, the hour the answer expires
-# in, its bytes. The output stream keeps at most its cap whatever groups read it; below
-# that, `trim_read` trims what every group has acknowledged.
+# request id, ttl, group, input entry id, the client's wake-up channel (told the request
+# id), output cap, the hour the answer expires in, its bytes. The output stream keeps at
+# most its cap whatever groups read it; below that, `trim_read` trims what every group has
+# acknowledged.
 _ANSWER_ONCE = """
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[3]) then
   redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[7], '*', 'request_id', ARGV[2], 'answer', ARGV[1])
-  redis.call('PUBLISH', ARGV[6], 'done')
+  redis.call('PUBLISH', ARGV[6], ARGV[2])
   redis.call('HINCRBY', KEYS[4], ARGV[8], ARGV[9])
   redis.call('EXPIRE', KEYS[4], tonumber(ARGV[3]) + 7200)
 end
@@ -84,6 +88,7 @@ class StreamConsumer:
         self.clients: dict[str, ClientKeys] = {}  # by input stream
         self.usage: dict[str, Usage] = {}  # by client name, this step
         self.trimmed_at = 0.0
+        self.capped_at = 0.0
         self._refresh_clients()
 
     def _refresh_clients(self) -> None:
@@ -102,6 +107,8 @@ class StreamConsumer:
                 )
                 continue
             if keys.input not in self.clients:
+                if keys.name != protocol.DEFAULT_CLIENT:
+                    stream_bounds.renew_rules(self.redis, keys)
                 try:
                     self.redis.xgroup_create(
                         keys.input, protocol.SERVER_GROUP, id="0", mkstream=True
@@ -138,6 +145,7 @@ class StreamConsumer:
         self._answer_finished(HELD_WAIT_SECONDS if not entries else 0.0)
         self._keep_held()
         self._trim_outputs()
+        self._cap_connections()
 
     def _claim_and_read(
         self, serving: dict[str, ClientKeys], block_ms: int
@@ -307,6 +315,18 @@ class StreamConsumer:
         for keys in self.clients.values():
             trim_read(self.redis, keys.output, settings.QUEUE_ANSWER_TTL)
 
+    def _cap_connections(self) -> None:
+        """Each second, the restricted users' connections beyond their bounds closed: the
+        stream clients' here, the market readers' in the main Redis (Redis has no
+        per-user connection limit of its own)."""
+        now = time.monotonic()
+        if now - self.capped_at < TRIM_EVERY_SECONDS:
+            return
+        self.capped_at = now
+        cap_connections(self.redis, stream_bounds.USER_PREFIX,
+                        settings.QUEUE_CLIENT_MAX_CONNECTIONS)  # fmt: skip
+        cap_connections(get_redis(), MARKET_READER_PREFIX, settings.MARKET_READER_MAX_CONNECTIONS)
+
     def _write(self, keys: ClientKeys, entry_id: str, answer: Answer) -> None:
         fields = answer.to_fields()
         answer_key = keys.answer_key(answer.request_id)
@@ -319,7 +339,7 @@ class StreamConsumer:
                 settings.QUEUE_ANSWER_TTL,
                 protocol.SERVER_GROUP,
                 entry_id,
-                keys.done_channel(answer.request_id),
+                keys.done_channel,
                 settings.QUEUE_CLIENT_OUTPUT_MAXLEN,
                 hour,
                 size,

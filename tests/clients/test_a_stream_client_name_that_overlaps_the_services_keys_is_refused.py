@@ -1,7 +1,7 @@
 """A client named `answer` would own `stockserve:queue:answer:*`, the default client's
-answers, and one named `done` its wake-ups: every name that is the next part of a key the
-default client or the service uses is refused, by the protocol and by `stream_clients add`;
-other names, even close ones, are allowed."""
+answers, and one named `done` would sit beside its wake-up channel: every name that is the
+next part of a key the default client or the service uses is refused, by the protocol and
+by `stream_clients add`; other names, even close ones, are allowed."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from tests.support.queue import named_clients
 SERVICE_PARTS = {
     key.split(":")[2]
     for key in (protocol.INPUT_STREAM, protocol.OUTPUT_STREAM, protocol.ANSWER_PREFIX,
-                protocol.DONE_CHANNEL_PREFIX, protocol.CLIENTS_KEY, "stockserve:queue:dead",
+                protocol.DONE_CHANNEL, protocol.CLIENTS_KEY, "stockserve:queue:dead",
                 "stockserve:queue:failures", "stockserve:queue:usage:x",
                 "stockserve:queue:cutoffs")
 }  # fmt: skip
@@ -35,8 +35,8 @@ def test_queue_clients_add_refuses_it_with_a_sentence(name):
 @pytest.mark.parametrize("name", ["answers", "done-2", "billing", "in", "out"])
 def test_other_names_are_allowed_and_keep_to_their_own_prefix(name):
     keys = protocol.client_keys(name)
-    assert {keys.input, keys.output, keys.answer_prefix, keys.done_prefix} == {
-        f"stockserve:queue:{name}:{part}" for part in ("in", "out", "answer:", "done:")
+    assert {keys.input, keys.output, keys.answer_prefix, keys.done_channel} == {
+        f"stockserve:queue:{name}:{part}" for part in ("in", "out", "answer:", "done")
     }
 
 

@@ -13,7 +13,8 @@ INPUT_STREAM = "stockserve:queue:input"
 OUTPUT_STREAM = "stockserve:queue:output"
 SERVER_GROUP = "stockserve-servers"  # consumers of the input stream
 ANSWER_PREFIX = "stockserve:queue:answer:"  # one key per request id: answered once
-DONE_CHANNEL_PREFIX = "stockserve:queue:done:"
+# The default client's wake-ups: one channel, each message the request id just answered.
+DONE_CHANNEL = "stockserve:queue:done"
 MAX_REQUEST_ID = 128
 MAX_HORIZON = 30
 DEFAULT_CLIENT = "default"
@@ -21,13 +22,13 @@ CLIENTS_KEY = "stockserve:queue:clients"  # the named clients the service answer
 CLIENT_NAME = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
 # Names a client cannot take: each is the next part of a key or channel that the default
 # client or the service already uses under `stockserve:queue:` (a client named `answer`
-# would own `stockserve:queue:answer:*`, the default client's answers; `done` its wake-ups;
-# `usage` and `cutoffs` the service's own bookkeeping of each client).
+# would own `stockserve:queue:answer:*`, the default client's answers; `done` would sit
+# beside its wake-up channel; `usage` and `cutoffs` the service's own bookkeeping).
 RESERVED_NAMES = frozenset(
     {
         DEFAULT_CLIENT,
         *(key.split(":")[2] for key in (INPUT_STREAM, OUTPUT_STREAM, ANSWER_PREFIX,
-                                        DONE_CHANNEL_PREFIX, CLIENTS_KEY)),
+                                        DONE_CHANNEL, CLIENTS_KEY)),
         "dead", "failures", "usage", "cutoffs",
     }
 )  # fmt: skip
@@ -37,24 +38,29 @@ RESERVED_NAMES = frozenset(
 class ClientKeys:
     """Where one client's questions, answers and wake-ups live. A named client's keys all
     start with `stockserve:queue:<name>:`, so a Redis ACL user restricted to that prefix
-    (`manage.py stream_clients add NAME`) reads and writes its own and nothing else's."""
+    (`manage.py stream_clients add NAME`) reads and writes its own and nothing else's.
+
+    Its wake-ups are one channel, `done_channel`, each message the request id of an answer
+    just written, not a channel per request: a Redis ACL channel pattern bounds neither
+    the length nor the number of names it admits (`&...done:*` let one client subscribe
+    to 10 MB names, memory no bound of the service saw), while one exact channel lets a
+    connection hold one short subscription. A waiter reads its answer on the message that
+    names its request, so the wake-up is as prompt as a channel of its own; it is also
+    told of its client's other answers, which it skips without a round trip."""
 
     name: str
     input: str
     output: str
     answer_prefix: str
-    done_prefix: str
+    done_channel: str
 
     def answer_key(self, request_id: str) -> str:
         return self.answer_prefix + request_id
 
-    def done_channel(self, request_id: str) -> str:
-        return self.done_prefix + request_id
-
 
 def client_keys(name: str = DEFAULT_CLIENT) -> ClientKeys:
     if name == DEFAULT_CLIENT:
-        return ClientKeys(name, INPUT_STREAM, OUTPUT_STREAM, ANSWER_PREFIX, DONE_CHANNEL_PREFIX)
+        return ClientKeys(name, INPUT_STREAM, OUTPUT_STREAM, ANSWER_PREFIX, DONE_CHANNEL)
     if not isinstance(name, str) or not CLIENT_NAME.match(name):
         raise ValueError(
             "A client name is 1 to 32 lowercase letters, digits, '-' or '_', starting with a "
@@ -66,7 +72,7 @@ def client_keys(name: str = DEFAULT_CLIENT) -> ClientKeys:
             "overlap the default client's or the service's own; choose another name."
         )
     base = f"stockserve:queue:{name}:"
-    return ClientKeys(name, base + "in", base + "out", base + "answer:", base + "done:")
+    return ClientKeys(name, base + "in", base + "out", base + "answer:", base + "done")
 
 
 DONE, FAILED, REFUSED, INVALID = "done", "failed", "refused", "invalid"
@@ -74,10 +80,6 @@ DONE, FAILED, REFUSED, INVALID = "done", "failed", "refused", "invalid"
 
 def answer_key(request_id: str) -> str:
     return ANSWER_PREFIX + request_id
-
-
-def done_channel(request_id: str) -> str:
-    return DONE_CHANNEL_PREFIX + request_id
 
 
 def check_question(request_id: str, symbol: str, horizon: int) -> None:

@@ -10,6 +10,8 @@ import redis
 from stockserve_client import protocol
 from stockserve_client.protocol import Answer
 
+RECHECK_SECONDS = 1.0  # a waiter reads its answer's key at least this often
+
 
 class InputQueue:
     """`client`: the name `manage.py stream_clients add` gave this client (its Redis user
@@ -45,20 +47,31 @@ class OutputQueue:
         self.keys = protocol.client_keys(client)
 
     def query(self, request_id: str, timeout: float = 60.0) -> Answer | None:
-        """The answer to `request_id`, waiting up to `timeout` s for it; None if none came."""
+        """The answer to `request_id`, waiting up to `timeout` s for it; None if none came.
+
+        Woken by the client's one wake-up channel (`ClientKeys.done_channel`): a message
+        naming this request reads the answer at once; other requests' are skipped; with no
+        message for RECHECK_SECONDS the key is read anyway, in case a wake-up was missed."""
         key = self.keys.answer_key(request_id)
         pubsub = self.redis.pubsub(ignore_subscribe_messages=True)
         try:
-            pubsub.subscribe(self.keys.done_channel(request_id))
+            pubsub.subscribe(self.keys.done_channel)
             deadline = time.monotonic() + timeout
+            read_at = -RECHECK_SECONDS  # read once right after subscribing
+            woken = True
             while True:
-                raw = self.redis.get(key)
-                if raw is not None:
-                    return Answer.from_fields({"answer": raw})
-                remaining = deadline - time.monotonic()
+                now = time.monotonic()
+                if woken or now - read_at >= RECHECK_SECONDS:
+                    raw = self.redis.get(key)
+                    if raw is not None:
+                        return Answer.from_fields({"answer": raw})
+                    read_at = now
+                remaining = deadline - now
                 if remaining <= 0:
                     return None
-                pubsub.get_message(timeout=min(remaining, 1.0))
+                wait = min(remaining, max(0.0, read_at + RECHECK_SECONDS - now))
+                message = pubsub.get_message(timeout=wait)
+                woken = message is not None and _text(message["data"]) == request_id
         finally:
             pubsub.close()
 
@@ -79,3 +92,7 @@ class OutputQueue:
                 answers.append(Answer.from_fields(fields))
                 self.redis.xack(self.keys.output, self.group, entry_id)
         return answers
+
+
+def _text(value: object) -> str:
+    return value.decode(errors="replace") if isinstance(value, bytes) else str(value)

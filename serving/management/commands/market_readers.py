@@ -5,7 +5,9 @@ prints its URL once; `remove NAME` revokes it; `list`.
 Why: MarketFeed used to need the service's own Redis credentials, which reach the broker,
 the cache and every key. The market streams live in the main Redis (`REDIS_URL`), so the
 users are made there; they can read those streams (XREAD, XRANGE, XREVRANGE, XLEN) and
-nothing else.
+nothing else. Each reader holds at most MARKET_READER_MAX_CONNECTIONS connections (the
+stream consumers close the newest beyond, `serving.redis_users.cap_connections`), and each
+connection at most what the main Redis's client bounds allow (docs/clients.md, "Bounds").
 """
 
 from __future__ import annotations
@@ -17,14 +19,18 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from stockserve_client import protocol
-from stockserve_client.market import MARKET_PREFIX
 
 from predictions.redis_client import get_redis, text
 from predictions.redis_required import require_redis
-from serving.redis_users import CONNECTION_COMMANDS, redis_url_for, require_redis_7, save_acl
+from serving.redis_users import (
+    MARKET_READER_PREFIX,
+    market_reader_rules,
+    redis_url_for,
+    require_redis_7,
+    save_acl,
+)
 
-USER_PREFIX = "market-"
-READ_COMMANDS = ("+xread", "+xrange", "+xrevrange", "+xlen")
+USER_PREFIX = MARKET_READER_PREFIX
 
 
 def user_name(reader: str) -> str:
@@ -60,8 +66,8 @@ class Command(BaseCommand):
         require_redis_7(server)
         password = secrets.token_urlsafe(24)
         server.execute_command(
-            "ACL", "SETUSER", user_name(name), "reset", "on", f">{password}", "resetchannels",
-            "-@all", *CONNECTION_COMMANDS, *READ_COMMANDS, f"%R~{MARKET_PREFIX}*",
+            "ACL", "SETUSER", user_name(name), "reset", "on", f">{password}",
+            *market_reader_rules(),
         )  # fmt: skip
         save_acl(server, self.stderr)
         url = redis_url_for(settings.REDIS_URL, user_name(name), password)

@@ -7,8 +7,10 @@ could read every answer; and a user allowed every key under its prefix could fil
 with keys of its own. A named client's keys all start with `stockserve:queue:<NAME>:`
 (stockserve_client.protocol.client_keys), and its ACL user (Redis 7 selectors) may:
 XADD to its input stream and nothing else there; create groups on, read with XREADGROUP
-and XACK its output stream; GET its answers; SUBSCRIBE to its wake-ups. Users live in the
-queue's Redis (`QUEUE_REDIS_URL`); the consumer answers every client in the registry set.
+and XACK its output stream; GET its answers; SUBSCRIBE to its one wake-up channel, named
+exactly (`serving.redis_users.stream_client_rules`). Users live in the queue's Redis
+(`QUEUE_REDIS_URL`); the consumer answers every client in the registry set, and gives a
+user made with older rules the current ones when it first sees it.
 """
 
 from __future__ import annotations
@@ -26,20 +28,14 @@ from stockserve_client import protocol
 from predictions.redis_client import text
 from predictions.redis_required import require_redis
 from serving import stream_bounds
-from serving.redis_users import CONNECTION_COMMANDS, redis_url_for, require_redis_7, save_acl
+from serving.redis_users import redis_url_for, require_redis_7, save_acl, stream_client_rules
 from serving.stream_bounds import user_name
 from serving.stream_redis import get_queue_redis
 
 
 def client_acl(keys: protocol.ClientKeys, password: str) -> list[str]:
-    """The ACL SETUSER arguments: each key with only the commands its use needs."""
-    return [
-        "reset", "on", f">{password}", "resetchannels", f"&{keys.done_prefix}*",
-        "-@all", *CONNECTION_COMMANDS, "+subscribe", "+unsubscribe",
-        f"%W~{keys.input}", "+xadd",  # questions: written, never read back or deleted
-        f"(~{keys.output} +xgroup|create +xreadgroup +xack)",  # answers, in its groups
-        f"(%R~{keys.answer_prefix}* +get)",  # an answer by its request id
-    ]  # fmt: skip
+    """The ACL SETUSER arguments: a new user, on, with this password and the rules."""
+    return ["reset", "on", f">{password}", *stream_client_rules(keys)]
 
 
 class Command(BaseCommand):
