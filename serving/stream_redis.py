@@ -12,10 +12,12 @@ used, and a system check warns under DEPLOYMENT=production.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 from typing import Any
 
 import redis
+import redis.connection
 from django.conf import settings
 from django.core.checks import Warning, register
 from redis.commands.core import Script
@@ -25,7 +27,19 @@ from predictions.redis_client import registered_script
 
 @functools.cache
 def _client(url: str) -> redis.Redis:
-    return redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=2)
+    return redis.Redis.from_url(
+        url, socket_timeout=5, socket_connect_timeout=2, redis_connect_func=_never_evicted
+    )
+
+
+def _never_evicted(connection: redis.connection.AbstractConnection) -> None:
+    """The service's own connections are exempt from `maxmemory-clients`: a consumer
+    reading a hostile client's 1 MB entries holds the largest reply buffer, and evicting it
+    would stop every client's answers. Redis before 7.0 evicts no client."""
+    connection.on_connect()
+    with contextlib.suppress(redis.ResponseError):
+        connection.send_command("CLIENT", "NO-EVICT", "ON")
+        connection.read_response()
 
 
 def get_queue_redis() -> redis.Redis:
