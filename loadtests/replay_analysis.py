@@ -16,7 +16,7 @@ and every symbol on a day share their errors).
 
 **Model health.** The sequential test (`predictions.forecasting.health`) run over each
 model's daily errors against its peers, in units of the served band's sigma that day,
-restarted with a fresh reference after each alarm, so a year can show more than one:
+restarted afresh after each alarm, so a year can show more than one:
 alarms per model-year on healthy models (the false-alarm rate), and for an injected fault
 the trading days from its first bar to the alarm.
 """
@@ -33,7 +33,7 @@ from typing import Any
 
 import numpy as np
 
-from predictions.forecasting.health import REFERENCE, band_sigma, cusum, peer_gaps, scaled
+from predictions.forecasting.health import band_sigma, detect, peer_gaps, scaled
 from predictions.forecasting.online import combine_paths, hedge_weights
 from predictions.forecasting.proper_scores import interval_score
 
@@ -257,7 +257,7 @@ def health_alarms(db: Path, fault: tuple[str, float, str] | None = None) -> dict
                 if after:
                     delays.append(sum(1 for d, *_ in kept if fault[2] <= d <= after[0]))
                 continue
-            model_days += max(0, len(kept) - REFERENCE)
+            model_days += len(kept)
             false_alarms += len(found)
     model_years = model_days / 252
     return {
@@ -271,13 +271,13 @@ def health_alarms(db: Path, fault: tuple[str, float, str] | None = None) -> dict
 
 
 def _alarm_days(kept: list[tuple[str, float, list[float], float | None]]) -> list[str]:
-    """Each alarm's day; after an alarm the test starts again with a new reference."""
+    """Each alarm's day; after an alarm the test starts again afresh."""
     found: list[str] = []
     start = 0
     while start < len(kept):
         part = kept[start:]
         gaps = peer_gaps([e for _, e, _, _ in part], [p for _, _, p, _ in part])
-        verdict = cusum(scaled(gaps, [s for *_, s in part])[0])
+        verdict = detect(scaled(gaps, [s for *_, s in part])[0])
         if verdict.alarm_at is None:
             break
         found.append(part[verdict.alarm_at][0])

@@ -1,14 +1,18 @@
-"""Model health per (symbol, model): the sequential test over scored forecasts, and what a
-demotion does.
+"""Model health per (symbol, model): the e-detector over scored forecasts, what a demotion
+does, and the watch on the band itself.
 
 Each scoring run looks again at the symbol's models (`evaluate`): one scored step per
 market day (step 1 of the shortest horizon recorded, so steps do not overlap), each
 model's absolute log error against the median of the others' on the same day, in units of
 that day's σ (`predictions.forecasting.health`). σ is read from the band the forecast of
-record served: half the log width of its step 1, `log(upper[0] / lower[0]) / 2` (a fixed
-multiple of the 1-day σ, which the test's own standardization cancels). An alarm demotes
-the model: from then on `demoted(symbol)` names it with the reason, and the combiner gives
-it no weight.
+record served: half the log width of its step 1, `log(upper[0] / lower[0]) / 2`. An alarm
+demotes the model: from then on `demoted(symbol)` names it with the reason, and the
+combiner gives it no weight.
+
+The band is watched apart, as the row `BAND` of the symbol: a day counts as a miss when the
+realized price fell outside the band of its forecast of record. Its alarm (state
+`BAND_OFF`) says the band itself is off, for every model of the symbol at once; it demotes
+no model and, like a demotion, holds until an operator reinstates it.
 """
 
 from __future__ import annotations
@@ -20,59 +24,97 @@ from typing import Any
 
 from django.utils import timezone
 
-from predictions.forecasting.health import H, band_sigma, cusum, peer_gaps, scaled
+from predictions.forecasting.health import (
+    BAND_MARGIN,
+    NULL_MEAN,
+    PEER_WINDOW,
+    THRESHOLD,
+    band_sigma,
+    band_watch,
+    detect,
+    peer_gaps,
+    peer_sigmas,
+    scaled,
+)
 from predictions.models import ForecastRecord, ForecastScore, ModelHealth
 
 log = logging.getLogger(__name__)
 WINDOW_DAYS = 400  # scored days the test looks back over
+BAND = "band"  # the row of a symbol that watches its band, not a model
+BAND_OFF = "band off"  # that row's state after its alarm
 
 
-def daily_errors(
-    symbol: str,
-) -> tuple[list[date], dict[str, dict[date, float]], dict[date, float | None]]:
-    """Per model, the absolute log error of step 1 of the shortest horizon, by day; and
-    each day's σ from its record's band (None: recorded without one)."""
+class Days:
+    """A symbol's scored days: each model's absolute error, σ and the band's miss by day."""
+
+    def __init__(self) -> None:
+        self.days: list[date] = []
+        self.errors: dict[str, dict[date, float]] = defaultdict(dict)
+        self.sigmas: dict[date, float | None] = {}
+        self.misses: dict[date, bool] = {}
+        self.level = 0.8
+
+
+def daily_errors(symbol: str) -> Days:
+    """Per model, the absolute log error of step 1 of the shortest horizon, by day; each
+    day's σ from its record's band (None: recorded without one) and whether the realized
+    price fell outside that band."""
+    out = Days()
     horizons = ForecastRecord.objects.filter(symbol=symbol).values_list("horizon", flat=True)
     if not horizons:
-        return [], {}, {}
+        return out
     shortest = min(horizons)
     rows = (
         ForecastScore.objects.filter(record__symbol=symbol, record__horizon=shortest, step=1)
         .exclude(model=ForecastScore.ENSEMBLE)
         .exclude(model__endswith="~shadow")  # a shadow is judged against its serving one
         .order_by("-date")
-        .values_list("date", "model", "log_error", "record_id")[: WINDOW_DAYS * 8]
+        .values_list("date", "model", "log_error", "record_id", "realized")[: WINDOW_DAYS * 8]
     )
-    errors: dict[str, dict[date, float]] = defaultdict(dict)
     record_of: dict[date, int] = {}
-    for day, model, log_error, record_id in rows:
-        errors[model].setdefault(day, abs(log_error))
+    realized: dict[date, float] = {}
+    for day, model, log_error, record_id, price in rows:
+        out.errors[model].setdefault(day, abs(log_error))
         record_of.setdefault(day, record_id)
-    days = sorted({day for by_day in errors.values() for day in by_day})[-WINDOW_DAYS:]
-    bands = ForecastRecord.objects.filter(id__in={record_of[d] for d in days})
-    sigma_of = {
-        pk: band_sigma(lower, upper)
-        for pk, lower, upper in bands.values_list("id", "lower", "upper")
+        realized.setdefault(day, price)
+    out.days = sorted({day for by_day in out.errors.values() for day in by_day})[-WINDOW_DAYS:]
+    bands = {
+        pk: (lower, upper, level)
+        for pk, lower, upper, level in ForecastRecord.objects.filter(
+            id__in={record_of[d] for d in out.days}
+        ).values_list("id", "lower", "upper", "level")
     }
-    return days, errors, {d: sigma_of.get(record_of[d]) for d in days}
+    for day in out.days:
+        lower, upper, level = bands.get(record_of[day], (None, None, None))
+        out.sigmas[day] = band_sigma(lower, upper)
+        if out.sigmas[day] is not None and lower and upper:
+            out.misses[day] = not float(lower[0]) <= realized[day] <= float(upper[0])
+            out.level = float(level or out.level)
+    return out
 
 
 def evaluate(symbol: str) -> list[str]:
-    """Run the test for each of the symbol's models; the models demoted now."""
-    days, errors, sigmas = daily_errors(symbol)
+    """Run the test for each of the symbol's models and watch its band; the models demoted
+    now."""
+    seen = daily_errors(symbol)
+    errors = seen.errors
     demoted_now = []
     watching = dict(ModelHealth.objects.filter(symbol=symbol).values_list("model", "watching_from"))
     yardsticks = [m for m in errors if m not in demoted(symbol)]  # a demoted model is none
     for model, by_day in errors.items():
         start = watching.get(model)
-        mine = [d for d in days if d in by_day and (start is None or d >= start)]
+        mine = [d for d in seen.days if d in by_day and (start is None or d >= start)]
         peers = [[errors[o][d] for o in yardsticks if o != model and d in errors[o]] for d in mine]
         pairs = [
             (d, e, p) for d, e, p in zip(mine, (by_day[d] for d in mine), peers, strict=True) if p
         ]
         raw = peer_gaps([e for _, e, _ in pairs], [p for _, _, p in pairs])
-        gaps, unscaled = scaled(raw, [sigmas.get(d) for d, _, _ in pairs])
-        verdict = cusum(gaps)
+        sigmas = [seen.sigmas.get(d) for d, _, _ in pairs]
+        banded = any(s is not None for s in sigmas)
+        if not banded:
+            sigmas = peer_sigmas([p for _, _, p in pairs])
+        gaps, unscaled = scaled(raw, sigmas)
+        verdict = detect(gaps)
         health, _ = ModelHealth.objects.get_or_create(symbol=symbol, model=model)
         health.statistic, health.steps, health.updated_at = (
             verdict.statistic,
@@ -83,22 +125,51 @@ def evaluate(symbol: str) -> list[str]:
             since = pairs[verdict.alarm_at][0]
             health.state, health.since = ModelHealth.DEMOTED, since
             health.reason = (
-                f"its live errors exceeded its peers' by more than its usual margin "
-                f"(CUSUM {verdict.statistic:.1f} > {H:g} after {verdict.steps} scored days; "
-                f"alarm on the bar of {since}; {_units(unscaled, len(gaps))})"
+                f"its live errors exceeded its peers' by more than {NULL_MEAN:g} sigma a day "
+                f"on average (e-detector {verdict.statistic:,.0f} >= {THRESHOLD:,.0f} after "
+                f"{verdict.alarm_at + 1} scored days; alarm on the bar of {since}; "
+                f"{_units(banded, unscaled, len(gaps))})"
             )
             demoted_now.append(model)
             log.warning("model health: %s/%s demoted: %s", symbol, model, health.reason)
         health.save()
+    _watch_band(symbol, seen, watching.get(BAND))
     return demoted_now
 
 
-def _units(unscaled: int, days: int) -> str:
+def _watch_band(symbol: str, seen: Days, start: date | None) -> None:
+    """The band's own alarm: it misses more often than its level allows, on every model."""
+    days = [d for d in seen.days if d in seen.misses and (start is None or d >= start)]
+    if not days:
+        return
+    misses = [seen.misses[d] for d in days]
+    verdict = band_watch(misses, seen.level)
+    row, _ = ModelHealth.objects.get_or_create(symbol=symbol, model=BAND)
+    row.statistic, row.steps, row.updated_at = verdict.statistic, verdict.steps, timezone.now()
+    if row.state == ModelHealth.OK and verdict.alarm_at is not None:
+        since = days[verdict.alarm_at]
+        allowed = 1 - seen.level + BAND_MARGIN
+        row.state, row.since = BAND_OFF, since
+        row.reason = (
+            f"the band itself is off, for every model of {symbol}: the realized price fell "
+            f"outside the {100 * seen.level:.0f} % band on {sum(misses[: verdict.alarm_at + 1])} "
+            f"of {verdict.alarm_at + 1} days, more than {100 * allowed:.0f} % allows "
+            f"(e-detector {verdict.statistic:,.0f} >= {THRESHOLD:,.0f}; alarm on the bar of "
+            f"{since}); no model is demoted for it"
+        )
+        log.warning("model health: %s band off: %s", symbol, row.reason)
+    row.save()
+
+
+def _units(banded: bool, unscaled: int, days: int) -> str:
     """What the gaps were measured in, for the reason."""
+    if not banded:
+        return (
+            f"no day had a band: gaps in units of sigma estimated from the peers' errors of "
+            f"the {PEER_WINDOW} days before"
+        )
     if unscaled == 0:
         return "gaps in units of the band's sigma"
-    if unscaled == days:
-        return "no day had a band: unscaled gaps"
     return (
         f"gaps in units of the band's sigma; {unscaled} of {days} days had no band and "
         f"were divided by the typical sigma instead"
@@ -112,8 +183,8 @@ def demoted(symbol: str) -> dict[str, str]:
 
 
 def reinstate(symbol: str, model: str, today: date) -> bool:
-    """An operator trusts the model again (after its retrain): the test starts afresh from
-    `today`, with a new reference."""
+    """An operator trusts the model (or the band, BAND) again: its detector starts afresh
+    from `today`."""
     updated = ModelHealth.objects.filter(symbol=symbol, model=model).update(
         state=ModelHealth.OK, reason="", since=None, watching_from=today, updated_at=timezone.now()
     )
@@ -125,7 +196,7 @@ def summary(symbol: str) -> list[dict[str, Any]]:
 
 
 def everything() -> list[dict[str, Any]]:
-    """Every (symbol, model), demoted ones first."""
+    """Every (symbol, model) and band, alarms first."""
     return _rows(ModelHealth.objects.order_by("state", "symbol", "model"))
 
 

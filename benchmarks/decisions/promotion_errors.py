@@ -1,28 +1,29 @@
-"""How often the shadow judge promotes a shadow that is not better, and how long it takes to
-decide one that is: measured on the real daily errors of the project's models.
+"""How often the shadow judge promotes a shadow that is not better, and how often and how fast
+it promotes one that is: on simulated nulls that break symmetry and independence, and on the
+real daily errors of the project's models.
 
     python -m benchmarks.decisions.promotion_errors  # prints it; var/decisions/promotion.json
 
-Three kinds of pair, each judged window by window (MAX_DAYS trading days from a start,
-starts every STRIDE days) by the rule the service runs (predictions/forecasting/promotion.py)
-and, for comparison, by the rule it replaced ("promote when the shadow's mean |log error|
-over the first OLD_RULE_FORECASTS matured forecasts is smaller"):
+Every window is judged by the rule the service runs (predictions/forecasting/promotion.py)
+and by the rule before it (benchmarks/decisions/rules_before.py), on the same gains:
 
-* **Same quality, by construction.** Two models' real 1-day errors on the same days
-  (naive/ridge/arima, every pair), and each day a coin decides which one is "the shadow":
-  the two generations judged are then equally good in expectation, whatever the market
-  did. Each window is judged SWAPS times with fresh coins; given the errors, the trials
-  are independent, so a Clopper-Pearson interval holds for the promotion rate.
-* **Same recipe, refitted** (what every new generation was before recipes): a model fitted
-  on the prices before day T against the same model fitted REFIT_GAP bars later, both
-  forecasting the same MAX_DAYS days as they are. One window per MAX_DAYS + REFIT_GAP bars,
-  so windows of one symbol do not overlap (the three models share days; the interval
-  treats them as independent).
-* **Made worse or better on purpose.** A model's real errors against the same errors plus
-  noise of sigma(t) times k, k set per symbol so the noisy one's mean |error| is 7.5 % or
-  30 % larger; or plus a 3 % bias. The noisy one as the shadow must be rejected; as the
-  serving generation, its clean twin as the shadow must be promoted. Also the gains of the
-  same-quality pairs shifted by delta standard deviations (delta = 0.05, 0.17, 0.4, 1.0).
+* **Nulls, simulated without sign flips** (WINDOWS windows of MAX_DAYS days each): daily
+  gains d (serving's capped loss minus the shadow's, in band half-widths) with mean 0:
+  Gaussian, t(3), GARCH(1,1) with t(5) shocks, a skewed pair that wins +0.02 on 99 % of
+  days and loses 2 on 1 % (mean -0.0002), one that wins 0.0316 on 95 % and loses 0.6 on 5 %
+  (mean 0), AR(1) gains (phi = 0.2, 0.5) and a mean tied to the volatility state (the shadow
+  wins kappa * (1 - h_t) * spread on a day of GARCH variance h_t, mean 1: ahead when calm,
+  behind in a storm). The symmetric and dependent ones at two spreads: the real pairs' median
+  standard deviation, and STRESS_SPREAD half-widths; the skewed ones as written.
+* **Real pairs, in their real order**: two models' real 1-day gains (naive/ridge/arima,
+  every pair) on the held-out years (2008 on: the loss cap was fixed on 2003-2007), less
+  their mean over those years, windows every STRIDE days.
+* **Power**: the Gaussian, t(3) and GARCH nulls and the real pairs shifted so the shadow is
+  better by delta standard deviations of the daily gain (delta = 0.4, 1.0).
+* **Same recipe refitted** (a model fitted before day T against the same model fitted
+  REFIT_GAP bars later, both forecasting the same MAX_DAYS days) and **made worse or
+  better on purpose** (a model's real errors against the same errors plus noise of
+  sigma(t) times k, 7.5 % or 30 % larger mean |error|, or plus a 3 % bias).
 """
 
 from __future__ import annotations
@@ -37,55 +38,186 @@ from typing import Any
 import numpy as np
 from scipy.stats import binomtest
 
+from benchmarks.decisions import rules_before
 from benchmarks.decisions.daily import CACHE_DIR, MODELS, SYMBOLS, DailyErrors, daily_errors
 from predictions.forecasting import promotion
 from predictions.forecasting.catalog import create_model
 from predictions.prices import load_sample
 
 WINDOW = promotion.MAX_DAYS
-STRIDE = 25  # days between window starts for the constructed pairs
-SWAPS = 10  # coin sequences per window of a same-quality pair
+WINDOWS = 4000  # simulated windows per null and spread
+POWER_WINDOWS = 2000  # simulated windows per alternative
+STRIDE = 25  # days between window starts on real errors
+HELD_OUT_FROM = np.datetime64("2008-01-01")  # real pairs: the years the cap did not see
+STRESS_SPREAD = 0.5  # half-widths: about four times the real pairs' largest spread
 REFIT_GAP = 20  # bars between the two fits of a same-recipe pair (a month of new data)
-OLD_RULE_FORECASTS = 10  # what the replaced rule waited for
 BAND_HALF_WIDTH = 1.2  # the served 80 % band's half-width at 1 day, in sigmas (about)
 WORSE = (0.075, 0.30)  # shares of extra mean |error| for the shadows made worse/better
 BIAS = 0.03  # a gross bias, as a share of the price
-DELTAS = (0.05, 0.17, 0.4, 1.0)
+DELTAS = (0.4, 1.0)
+KAPPA = 0.25  # the volatility-state null's lead on a calm day, per unit of (1 - h)
 SEED = 29
+
+Generator = Callable[[np.random.Generator, int, float], np.ndarray]
 
 
 @dataclass(frozen=True)
 class Trial:
     decision: str
     days: int
-    old_rule_promotes: bool
+    before_promotes: bool  # the rule before promoted this window
+    before_days: int
     mean_gain: float  # over the whole window: > 0 when the shadow erred less there
     delta: float  # that mean in standard deviations of the daily gain
+
+
+def _garch_variance(
+    rng: np.random.Generator, windows: int, shocks: Callable[[int], np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
+    """A GARCH(1,1) path per window (omega, alpha, beta = 0.05, 0.10, 0.85; variance 1 on
+    average) after a burn-in: the shocks (unit variance) times sqrt(h), and h."""
+    omega, alpha, beta, burn = 0.05, 0.10, 0.85, 100
+    h = np.ones(windows)
+    out, variances = np.empty((windows, WINDOW)), np.empty((windows, WINDOW))
+    for day in range(burn + WINDOW):
+        x = np.sqrt(h) * shocks(windows)
+        if day >= burn:
+            out[:, day - burn], variances[:, day - burn] = x, h
+        h = omega + alpha * x * x + beta * h
+    return out, variances
+
+
+def _ar1(phi: float) -> Generator:
+    def make(rng: np.random.Generator, windows: int, spread: float) -> np.ndarray:
+        noise = rng.normal(0.0, spread * np.sqrt(1 - phi * phi), (windows, WINDOW + 50))
+        x, out = rng.normal(0.0, spread, windows), np.empty((windows, WINDOW))
+        for day in range(WINDOW + 50):
+            x = phi * x + noise[:, day]
+            if day >= 50:
+                out[:, day - 50] = x
+        return out
+
+    return make
+
+
+def _skewed(p: float, loss: float, win: float) -> Generator:
+    def make(rng: np.random.Generator, windows: int, spread: float) -> np.ndarray:
+        return np.where(rng.random((windows, WINDOW)) < p, -loss, win)
+
+    return make
+
+
+def _gaussian(rng: np.random.Generator, windows: int, spread: float) -> np.ndarray:
+    return rng.normal(0.0, spread, (windows, WINDOW))
+
+
+def _t3(rng: np.random.Generator, windows: int, spread: float) -> np.ndarray:
+    return spread * rng.standard_t(3, (windows, WINDOW)) / np.sqrt(3.0)
+
+
+def _garch_t(rng: np.random.Generator, windows: int, spread: float) -> np.ndarray:
+    path, _ = _garch_variance(rng, windows, lambda n: rng.standard_t(5, n) / np.sqrt(5 / 3))
+    return spread * path
+
+
+def _volatility_state(rng: np.random.Generator, windows: int, spread: float) -> np.ndarray:
+    path, h = _garch_variance(rng, windows, rng.standard_normal)
+    return spread * (path + KAPPA * (1.0 - h))
+
+
+# name -> (generator, scales with the spread)
+NULLS: dict[str, tuple[Generator, bool]] = {
+    "Gaussian": (_gaussian, True),
+    "t(3)": (_t3, True),
+    "GARCH(1,1), t(5) shocks": (_garch_t, True),
+    "+0.02 on 99 % of days, -2 on 1 %": (_skewed(0.01, 2.0, 0.02), False),
+    "+0.0316 on 95 % of days, -0.6 on 5 %": (_skewed(0.05, 0.6, 0.03 / 0.95), False),
+    "AR(1), phi = 0.2": (_ar1(0.2), True),
+    "AR(1), phi = 0.5": (_ar1(0.5), True),
+    "mean tied to the volatility state": (_volatility_state, True),
+}
+POWER = ("Gaussian", "t(3)", "GARCH(1,1), t(5) shocks")
 
 
 def run(symbols: Sequence[str] = SYMBOLS, models: Sequence[str] = MODELS) -> dict[str, Any]:
     started = time.perf_counter()
     rng = np.random.default_rng(SEED)
     errors = [daily_errors(symbol, models) for symbol in symbols]
-    equal = same_quality_trials(errors, rng)
+    pairs = real_pairs(errors)
+    spread = float(np.median([gains.std() for gains in pairs]))
+    spreads = {"real": spread, "stress": STRESS_SPREAD}
+    nulls: dict[str, Any] = {}
+    for name, (make, scales) in NULLS.items():
+        nulls[name] = {
+            label: _summary(simulated(make, rng, WINDOWS, s), "promote")
+            for label, s in (spreads.items() if scales else [("fixed", 0.0)])
+        }
+    nulls["real pairs, real order, less their mean"] = {
+        "real": _summary(real_trials(pairs, 0.0), "promote")
+    }
+    power: dict[str, Any] = {}
+    for delta in DELTAS:
+        row: dict[str, Any] = {}
+        for name in POWER:
+            make = NULLS[name][0]
+            row[name] = {
+                label: _summary(simulated(make, rng, POWER_WINDOWS, s, delta), "promote")
+                for label, s in spreads.items()
+            }
+        row["real pairs"] = {"real": _summary(real_trials(pairs, delta), "promote")}
+        power[str(delta)] = row
     refits = refit_trials(symbols, models)
-    shifted = {delta: _summary(delta_trials(errors, delta, rng), "promote") for delta in DELTAS}
-    constructed = constructed_trials(errors, rng)
     return {
         "rule": {
             "alpha": promotion.ALPHA,
             "clip_half_widths": promotion.CLIP,
             "max_days": promotion.MAX_DAYS,
-            "max_bet": promotion.MAX_BET,
+            "bets": list(promotion.BETS),
+            "lags": promotion.LAGS,
         },
         "symbols": list(symbols),
         "models": list(models),
-        "equal": _summary(equal, "promote"),
+        "spreads": spreads,
+        "windows": WINDOWS,
+        "power_windows": POWER_WINDOWS,
+        "nulls": nulls,
+        "power": power,
         "refits": _summary(refits, "promote") | _refit_facts(refits),
-        "constructed": constructed,
-        "deltas": {str(delta): summary for delta, summary in shifted.items()},
+        "constructed": constructed_trials(errors, rng),
         "seconds": round(time.perf_counter() - started, 1),
     }
+
+
+def simulated(
+    make: Generator, rng: np.random.Generator, windows: int, spread: float, delta: float = 0.0
+) -> list[Trial]:
+    """Windows of a null, shifted by delta standard deviations of its daily gain, each loss
+    difference within the cap."""
+    gains = make(rng, windows, spread)
+    gains = gains + delta * gains.std()
+    return _judge_many(np.clip(gains, -promotion.CLIP, promotion.CLIP))
+
+
+def real_pairs(errors: Iterable[DailyErrors]) -> list[np.ndarray]:
+    """Every pair's daily gains on the held-out years, less their mean there."""
+    out = []
+    for daily in errors:
+        keep = daily.dates >= HELD_OUT_FROM
+        for a, b in combinations(daily.errors, 2):
+            gains = (_losses(daily.errors[a], daily.scale) - _losses(daily.errors[b], daily.scale))[
+                keep
+            ]
+            out.append(gains - gains.mean())
+    return out
+
+
+def real_trials(pairs: Sequence[np.ndarray], delta: float) -> list[Trial]:
+    """Windows of the real pairs in their order, shifted by delta of the pair's deviation."""
+    windows = []
+    for gains in pairs:
+        shifted = np.clip(gains + delta * gains.std(), -promotion.CLIP, promotion.CLIP)
+        windows += [shifted[s : s + WINDOW] for s in _starts(len(shifted))]
+    return _judge_many(np.array(windows))
 
 
 def _losses(errors: np.ndarray, scale: np.ndarray) -> np.ndarray:
@@ -93,54 +225,32 @@ def _losses(errors: np.ndarray, scale: np.ndarray) -> np.ndarray:
     return np.minimum(np.abs(errors) / (BAND_HALF_WIDTH * scale), promotion.CLIP)
 
 
-def _judge(gains: np.ndarray) -> Trial:
-    verdict = promotion.decide(gains)
-    spread = float(gains.std())
-    return Trial(
-        verdict.decision,
-        verdict.days,
-        bool(gains[:OLD_RULE_FORECASTS].sum() > 0),
-        float(gains.mean()),
-        float(gains.mean()) / spread if spread > 0 else 0.0,
-    )
+def _judge_many(windows: np.ndarray) -> list[Trial]:
+    trials = []
+    for gains, verdict in zip(windows, promotion.decide_many(windows), strict=True):
+        promoted, day = rules_before.promotes(gains)
+        spread = float(gains.std())
+        trials.append(
+            Trial(
+                verdict.decision,
+                verdict.days,
+                promoted,
+                day,
+                float(gains.mean()),
+                float(gains.mean()) / spread if spread > 0 else 0.0,
+            )
+        )
+    return trials
 
 
 def _starts(n: int) -> range:
     return range(0, n - WINDOW + 1, STRIDE)
 
 
-def same_quality_trials(errors: Iterable[DailyErrors], rng: np.random.Generator) -> list[Trial]:
-    trials = []
-    for daily in errors:
-        for a, b in combinations(daily.errors, 2):
-            gains = _losses(daily.errors[a], daily.scale) - _losses(daily.errors[b], daily.scale)
-            for start in _starts(len(gains)):
-                window = gains[start : start + WINDOW]
-                for _ in range(SWAPS):
-                    trials.append(_judge(rng.choice((-1.0, 1.0), WINDOW) * window))
-    return trials
-
-
-def delta_trials(
-    errors: Iterable[DailyErrors], delta: float, rng: np.random.Generator
-) -> list[Trial]:
-    """Same-quality gains shifted so the shadow is better by `delta` standard deviations
-    of the daily gain (capped to the rule's range)."""
-    trials = []
-    for daily in errors:
-        for a, b in combinations(daily.errors, 2):
-            gains = _losses(daily.errors[a], daily.scale) - _losses(daily.errors[b], daily.scale)
-            for start in _starts(len(gains)):
-                window = rng.choice((-1.0, 1.0), WINDOW) * gains[start : start + WINDOW]
-                shifted = window + delta * window.std()
-                trials.append(_judge(np.clip(shifted, -promotion.CLIP, promotion.CLIP)))
-    return trials
-
-
 def refit_trials(symbols: Iterable[str], models: Sequence[str]) -> list[Trial]:
     """A model fitted before day T against the same model fitted REFIT_GAP bars later,
     on the MAX_DAYS days after both, non-overlapping windows per symbol."""
-    trials = []
+    windows = []
     for symbol in symbols:
         history = load_sample(symbol)
         prices = np.asarray(history.adj_close, dtype=np.float64)
@@ -153,9 +263,8 @@ def refit_trials(symbols: Iterable[str], models: Sequence[str]) -> list[Trial]:
             for name in models:
                 older, newer = (_fitted_forecasts(name, prices, fit, origins)
                                 for fit in (start, start + REFIT_GAP))  # fmt: skip
-                gains = _losses(older - realized, sigma) - _losses(newer - realized, sigma)
-                trials.append(_judge(gains))
-    return trials
+                windows.append(_losses(older - realized, sigma) - _losses(newer - realized, sigma))
+    return _judge_many(np.array(windows)) if windows else []
 
 
 def _fitted_forecasts(name: str, prices: np.ndarray, fit: int, origins: np.ndarray) -> np.ndarray:
@@ -175,27 +284,24 @@ def constructed_trials(errors: Sequence[DailyErrors], rng: np.random.Generator) 
     """Shadows made worse (noise or bias) or better (the noisy one serves), per model."""
     out: dict[str, Any] = {}
     for share in WORSE:
-        worse, better, deltas = [], [], []
+        worse, deltas = [], []
         for daily in errors:
             for clean in daily.errors.values():
                 noise = rng.standard_normal(len(clean)) * daily.scale
-                k = _noise_for(clean, noise, share)
-                noisy = clean + k * noise
+                noisy = clean + _noise_for(clean, noise, share) * noise
                 gains = _losses(clean, daily.scale) - _losses(noisy, daily.scale)
                 deltas.append(gains.mean() / gains.std())
-                for start in _starts(len(gains)):
-                    window = gains[start : start + WINDOW]
-                    worse.append(_judge(window))
-                    better.append(_judge(-window))
+                worse += [gains[s : s + WINDOW] for s in _starts(len(gains))]
         label = f"{100 * share:g} %"
-        out[f"shadow {label} worse"] = _summary(worse, "reject") | _delta(deltas)
-        out[f"shadow {label} better"] = _summary(better, "promote") | _delta(deltas)
+        windows = np.array(worse)
+        out[f"shadow {label} worse"] = _summary(_judge_many(windows), "reject") | _delta(deltas)
+        out[f"shadow {label} better"] = _summary(_judge_many(-windows), "promote") | _delta(deltas)
     biased = []
     for daily in errors:
         for clean in daily.errors.values():
             gains = _losses(clean, daily.scale) - _losses(clean + BIAS, daily.scale)
-            biased += [_judge(gains[s : s + WINDOW]) for s in _starts(len(gains))]
-    out[f"shadow biased {100 * BIAS:g} %"] = _summary(biased, "reject")
+            biased += [gains[s : s + WINDOW] for s in _starts(len(gains))]
+    out[f"shadow biased {100 * BIAS:g} %"] = _summary(_judge_many(np.array(biased)), "reject")
     return out
 
 
@@ -227,25 +333,27 @@ def _delta(deltas: list[float]) -> dict[str, float]:
 
 
 def _summary(trials: list[Trial], right: str) -> dict[str, Any]:
-    """Counts, the share that ended in `right` / the other verdict with a 95 % interval,
-    and the days to the verdicts."""
+    """Counts, the share promoted with a 95 % interval, the share that ended in `right`,
+    the days to it, and the same for the rule before."""
     n = len(trials)
     promoted = sum(t.decision == promotion.PROMOTE for t in trials)
-    rejected = sum(t.decision == promotion.REJECT for t in trials)
     hits = [t.days for t in trials if t.decision == right]
-    at_max = sum(t.days >= WINDOW and t.decision == promotion.REJECT for t in trials)
+    before = [t.before_days for t in trials if t.before_promotes]
     low, high = _interval(promoted, n)
     return {
         "trials": n,
+        "mean_delta": float(np.mean([t.delta for t in trials])) if n else None,
         "promoted": promoted,
         "promoted_share": promoted / n if n else None,
         "promoted_interval": [low, high],
-        "rejected": rejected,
-        "rejected_at_max_days": at_max,
+        "rejected_at_max_days": sum(
+            t.days >= WINDOW and t.decision == promotion.REJECT for t in trials
+        ),
         "verdict": right,
         "verdict_share": len(hits) / n if n else None,
         "days_to_verdict": _quartiles(hits),
-        "old_rule_promoted_share": sum(t.old_rule_promotes for t in trials) / n if n else None,
+        "before_promoted_share": len(before) / n if n else None,
+        "before_days_to_promotion": _quartiles(before),
     }
 
 
@@ -264,55 +372,79 @@ def _quartiles(days: list[int]) -> list[float] | None:
 
 def markdown(result: dict[str, Any]) -> str:
     rule = result["rule"]
+    spreads = result["spreads"]
     lines = [
-        f"Rule: promote when the betting e-process on daily gains (1-day errors in band "
-        f"half-widths, capped at {rule['clip_half_widths']:g}) reaches "
-        f"{1 / rule['alpha']:.0f}, reject when the mirrored one does or after "
-        f"{rule['max_days']} days. Old rule: the shadow's mean |error| smaller over its "
-        f"first {OLD_RULE_FORECASTS} forecasts. Real daily errors of "
-        f"{', '.join(result['models'])} on {', '.join(result['symbols'])} "
-        f"(`benchmarks.decisions.daily`, out of sample).",
+        f"Rule: each loss (|1-day log error| in served band half-widths) capped at "
+        f"{rule['clip_half_widths']:g}; a mixture over fixed bets {rule['bets']} of "
+        f"exp(bet * sum(y) - psi(bet) * V) on y = gain / {rule['clip_half_widths']:g} "
+        f"(Choe and Ramdas's e-process for their weak null; V the larger of sum(y^2) and a "
+        f"{rule['lags']}-lag long-run variance); promote at {1 / rule['alpha']:.0f}, reject "
+        f"when the mirrored one reaches it or after {rule['max_days']} days. Before: bets on "
+        f"gains rescaled by their own past rms (`benchmarks/decisions/rules_before.py`).",
         "",
-        "| pair | trials | promoted (95 % interval) | rejected at the maximum "
-        "| old rule promoted |",
-        "| --- | --- | --- | --- | --- |",
+        f"**False promotions under nulls without sign flips** ({result['windows']:,} windows "
+        f"of {rule['max_days']} days each; spreads: the real pairs' median standard deviation "
+        f"{spreads['real']:.3f} and {spreads['stress']:g} half-widths):",
+        "",
+        "| null (mean gain 0) | spread | promoted now (95 % interval) | promoted before |",
+        "| --- | --- | --- | --- |",
     ]
-    refits = result["refits"]
-    for name, row in (
-        ("equal by construction (a coin picks the shadow each day): a promotion is an error",
-         result["equal"]),
-        (f"the same recipe refitted {REFIT_GAP} bars later (median size of delta "
-         f"{_num(refits['median_abs_delta'])}; {refits['promoted_with_positive_gain']} of "
-         f"{refits['promoted']} promoted had a positive mean gain in their window)", refits),
-    ):  # fmt: skip
-        lines.append(
-            f"| {name} | {row['trials']:,} | {_pct(row['promoted_share'])} "
-            f"({_pct(row['promoted_interval'][0])}–{_pct(row['promoted_interval'][1])}) "
-            f"| {_pct(row['rejected_at_max_days'] / row['trials'])} "
-            f"| {_pct(row['old_rule_promoted_share'])} |"
-        )
+    for name, by_spread in result["nulls"].items():
+        for label, row in by_spread.items():
+            low, high = row["promoted_interval"]
+            lines.append(
+                f"| {name} | {_spread(label, spreads)} | {_pct(row['promoted_share'])} "
+                f"({_pct(low)}-{_pct(high)}) | {_pct(row['before_promoted_share'])} |"
+            )
+    worst = max(row["promoted_share"] for rows in result["nulls"].values() for row in rows.values())
     lines += [
         "",
-        "**Shadows made worse or better** (days to the right verdict: quartiles):",
+        f"Highest false-promotion rate now: {_pct(worst)} (goal <= 5 % in every row).",
         "",
-        "| shadow | delta | trials | right verdict within "
-        f"{rule['max_days']} days | days to it (25 / 50 / 75 %) | wrongly promoted "
-        "| old rule promoted |",
+        f"**Power**: a shadow better by delta standard deviations of the daily gain, promoted "
+        f"within {rule['max_days']} days (days to promotion: quartiles):",
+        "",
+        "| delta | gains | spread | promoted now | days (25 / 50 / 75 %) | promoted before "
+        "| days before |",
         "| --- | --- | --- | --- | --- | --- | --- |",
     ]
-    rows: list[tuple[str, dict[str, Any]]] = list(result["constructed"].items())
-    rows += [(f"better by delta = {d}", row | {"delta": float(d)}) for d, row in
-             result["deltas"].items()]  # fmt: skip
-    for name, row in rows:
+    for delta, by_gains in result["power"].items():
+        for name, by_spread in by_gains.items():
+            for label, row in by_spread.items():
+                lines.append(
+                    f"| {delta} | {name} | {_spread(label, spreads)} "
+                    f"| {_pct(row['promoted_share'])} | {_days(row['days_to_verdict'])} "
+                    f"| {_pct(row['before_promoted_share'])} "
+                    f"| {_days(row['before_days_to_promotion'])} |"
+                )
+    refits = result["refits"]
+    lines += [
+        "",
+        "**Real errors: refits and shadows made worse or better** (right verdict within "
+        f"{rule['max_days']} days):",
+        "",
+        "| shadow | delta | trials | right verdict now | days (25 / 50 / 75 %) "
+        "| wrongly promoted now | promoted before |",
+        "| --- | --- | --- | --- | --- | --- | --- |",
+        f"| the same recipe refitted {REFIT_GAP} bars later (median size of delta "
+        f"{_num(refits['median_abs_delta'])}; {refits['promoted_with_positive_gain']} of "
+        f"{refits['promoted']} promoted gained in their window) | – | {refits['trials']:,} "
+        f"| – | – | {_pct(refits['promoted_share'])} | {_pct(refits['before_promoted_share'])} |",
+    ]
+    for name, row in result["constructed"].items():
         wrong = row["promoted_share"] if row["verdict"] == "reject" else None
         lines.append(
             f"| {name} | {_num(row.get('delta'))} | {row['trials']:,} "
             f"| {_pct(row['verdict_share'])} ({row['verdict']}) "
             f"| {_days(row['days_to_verdict'])} | {_pct(wrong)} "
-            f"| {_pct(row['old_rule_promoted_share'])} |"
+            f"| {_pct(row['before_promoted_share'])} |"
         )
     lines += ["", f"({result['seconds']} s)"]
     return "\n".join(lines)
+
+
+def _spread(label: str, spreads: dict[str, float]) -> str:
+    return "as written" if label == "fixed" else f"{spreads[label]:.3g}"
 
 
 def _pct(value: float | None) -> str:

@@ -1,33 +1,42 @@
 """Whether a shadow generation is better than the serving one: a test that may be looked at
-every day.
+every day, valid for "the shadow is on average no better" under any dependence.
 
 Why: the judge runs after every scoring run and decides as soon as the evidence allows, so
-a fixed-sample test (or "smaller mean error over 10 forecasts") peeked at daily promotes
-a shadow that is no better about half the time. A betting e-process (Waudby-Smith and
-Ramdas, 2023) keeps its error rate however often it is read: under the hypothesis that
-the shadow is not better, the wealth of a gambler betting on "better" is a nonnegative
-supermartingale, so by Ville's inequality it ever reaches 1/alpha with probability at most
-alpha.
+a fixed-sample test peeked at daily promotes a shadow that is no better about half the
+time; and the days that decide whether a generation is better are often a few bad ones, so
+a test that only holds when good and bad days are symmetric promotes a generation that
+wins a little most days and loses a lot on a crash day.
 
 One observation per trading day: the 1-day forecasts of both generations made on the same
-prices, each absolute log error divided by that day's served band half-width (so a calm
-and a stormy day weigh alike) and capped at CLIP half-widths, and
+prices, each absolute log error divided by that day's served band half-width and capped at
+CLIP half-widths (the *loss*: a miss beyond CLIP half-widths counts as CLIP), and
 
     d_t = loss(serving) - loss(shadow)   in [-CLIP, CLIP], > 0 when the shadow erred less.
 
-Two generations of this service differ by little: their daily gains are a few hundredths
-of a band half-width, so a bet sized for the whole range [-CLIP, CLIP] would need years.
-Each gain is therefore put on the scale of the earlier ones: x_t = d_t / (SPREAD * rms of
-d before t), capped to [-1, 1] (the first day only sets the scale). "Better" means a
-positive mean of these capped gains, which for two equally good generations (whose gains
-are as likely one sign as the other) is exactly zero; a shadow that errs less on most days
-but far more on a few is judged by its capped gains.
+The loss is capped before the difference, on both sides alike, so the cap changes which
+loss is compared and never the sign of a comparison: "the shadow is on average no better"
+is a statement about this capped loss. CLIP is fixed (2 half-widths; on the tuning years
+2003-2007 it caps 3.1 % of the light models' daily losses, docs/market.md).
 
-Two gamblers bet on x_t with the aGRAPA plug-in fraction (lambda_t = mean / (variance +
-mean^2) of the earlier x, in [0, MAX_BET]): one on the shadow being better (promote when
-its wealth reaches 1/alpha), one on it being worse (reject when its wealth does). A shadow
-neither process decides within MAX_DAYS is rejected: no evidence that it is better, so
-the serving generation stays.
+The null H0: the running mean of E[d_t | past] is <= 0 at every t (the shadow's capped loss
+is on average no lower; Choe and Ramdas, 2024, "Comparing sequential forecasters", their
+weak null). With y = d / CLIP in [-1, 1], for a FIXED bet lambda in [0, 1),
+
+    L_t(lambda) = exp(lambda * sum(y) - psi(lambda) * V_t),  psi(l) = -log(1 - l) - l,
+
+is at most exp(lambda * sum(y - E[y | past]) - psi(lambda) * sum(y^2)) under H0 (the bet is
+the same every day, so only the sum of the conditional means enters), which is a
+nonnegative supermartingale by Fan's inequality (exp(l*x - psi(l)*x^2) <= 1 + l*x for
+x >= -1). V_t is sum(y^2) or more: here the larger of it and a Bartlett long-run variance
+of the centred y (LAGS days), so a run of days that move together counts as less evidence;
+a larger V only lowers L. The wealth is the mean of L over BETS (a mixture of
+supermartingales), and by Ville's inequality it ever reaches 1/ALPHA with probability at
+most ALPHA: a shadow that is not better is promoted at most 5 % of the time, however often
+the judge reads it.
+
+A second wealth bets on -y (null: the shadow is on average no worse): the shadow is
+rejected when it reaches 1/ALPHA, or after MAX_DAYS without a verdict (no evidence that it
+is better, so the serving generation stays).
 """
 
 from __future__ import annotations
@@ -40,12 +49,12 @@ import numpy as np
 ALPHA = 0.05  # probability of promoting a shadow that is not better, however often judged
 CLIP = 2.0  # band half-widths: a loss counts for at most this much
 MAX_DAYS = 250  # observations (trading days) before an undecided shadow is rejected
-MAX_BET = 0.75  # the largest fraction of wealth staked on one day
-SPREAD = 3.0  # a day's gain counts for at most this many times the earlier gains' rms
-PRIOR_VARIANCE = 0.25  # the bet's variance estimate before any observation (W-S & R)
+BETS = (0.2, 0.5, 0.8, 0.95)  # fixed fractions of wealth per unit of y, mixed with equal weight
+LAGS = 5  # days of autocorrelation the long-run variance counts
 
 PROMOTE, REJECT, PENDING = "promote", "reject", "pending"
 Floats = Sequence[float] | np.ndarray
+_TOLERANCE = 1e-9
 
 
 @dataclass(frozen=True)
@@ -89,24 +98,42 @@ def loss_differences(
     return np.asarray(serving - shadow, dtype=float)
 
 
-def wealth(x: Floats, max_bet: float = MAX_BET) -> np.ndarray:
-    """The gambler's wealth after each observation of x (each in [-1, 1]), betting on a
-    positive mean with the predictable aGRAPA fraction; starts at 1.
+def variance(y: Floats, lags: int = LAGS) -> np.ndarray:
+    """V_t: the larger of sum(y^2) and a Bartlett (Newey-West) long-run variance of y centred
+    on its running mean before each day, both summed to each t (along the last axis)."""
+    values = np.asarray(y, dtype=float)
+    squares = np.cumsum(values * values, axis=-1)
+    n = values.shape[-1]
+    if n == 0:
+        return squares
+    sums = np.cumsum(values, axis=-1)
+    before = np.zeros_like(values)
+    before[..., 1:] = sums[..., :-1] / np.arange(1, n)
+    centred = values - before
+    terms = centred * centred
+    for lag in range(1, min(lags, n - 1) + 1):
+        weight = 1.0 - lag / (lags + 1)
+        terms[..., lag:] += 2.0 * weight * centred[..., lag:] * centred[..., :-lag]
+    return np.asarray(np.maximum(squares, np.cumsum(terms, axis=-1)), dtype=float)
 
-    Day t's bet uses only x before t: their mean and variance, each with a prior
-    pseudo-observation (mean 0, variance PRIOR_VARIANCE) so the first bets are small.
-    """
-    values = np.asarray(x, dtype=float)
-    if values.size and (values.min() < -1.0 or values.max() > 1.0):
+
+def wealth(y: Floats, bets: Sequence[float] = BETS) -> np.ndarray:
+    """The mixture wealth after each observation of y (each in [-1, 1]) betting on a positive
+    running mean: mean over `bets` of exp(bet * sum(y) - psi(bet) * V_t)."""
+    values = np.asarray(y, dtype=float)
+    return _mixture(values, variance(values), bets)
+
+
+def _mixture(y: np.ndarray, spread: np.ndarray, bets: Sequence[float]) -> np.ndarray:
+    if y.size and (y.min() < -1.0 - _TOLERANCE or y.max() > 1.0 + _TOLERANCE):
         raise ValueError("bets are on values in [-1, 1]")
-    counts = np.arange(1, values.size + 1)  # observations so far, plus the prior's one
-    sums = np.cumsum(values)
-    deviations = (values - sums / (counts + 1)) ** 2  # from the running mean, x included
-    squares = PRIOR_VARIANCE + np.cumsum(deviations)
-    mean = np.concatenate(([0.0], sums[:-1])) / counts  # before day t
-    variance = np.concatenate(([PRIOR_VARIANCE], squares[:-1])) / counts
-    bet = np.clip(mean / (variance + mean * mean), 0.0, max_bet)
-    return np.asarray(np.exp(np.cumsum(np.log1p(bet * values))), dtype=float)
+    if not bets or any(not 0.0 <= bet < 1.0 for bet in bets):
+        raise ValueError("each bet must lie in [0, 1)")
+    rates = np.asarray(bets, dtype=float).reshape((-1,) + (1,) * y.ndim)
+    logs = rates * np.cumsum(y, axis=-1) - (-np.log1p(-rates) - rates) * spread
+    top = logs.max(axis=0)
+    mixed = top + np.log(np.mean(np.exp(logs - top), axis=0))
+    return np.asarray(np.exp(np.minimum(mixed, 700.0)), dtype=float)
 
 
 def decide(gains: Floats, alpha: float = ALPHA, max_days: int = MAX_DAYS) -> Verdict:
@@ -116,9 +143,25 @@ def decide(gains: Floats, alpha: float = ALPHA, max_days: int = MAX_DAYS) -> Ver
     sequence again later (the judge runs after every scoring) never changes it.
     """
     d = np.asarray(gains, dtype=float)[:max_days]
-    x = scaled(d)
-    better, worse = wealth(x), wealth(-x)
+    return decide_many(d[None, :], alpha, max_days)[0]
+
+
+def decide_many(gains: np.ndarray, alpha: float = ALPHA, max_days: int = MAX_DAYS) -> list[Verdict]:
+    """`decide` for each row of a (windows, days) array of gains, at once."""
+    d = np.asarray(gains, dtype=float)[:, :max_days]
+    if d.size and np.max(np.abs(d)) > CLIP + _TOLERANCE:
+        raise ValueError(f"gains are differences of losses capped at {CLIP:g}")
+    y = np.clip(d / CLIP, -1.0, 1.0)
+    spread = variance(y)  # the same for y and -y
+    better, worse = _mixture(y, spread, BETS), _mixture(-y, spread, BETS)
     threshold = 1.0 / alpha
+    rows = zip(d, better, worse, strict=True)
+    return [_decision(row, b, w, threshold, max_days) for row, b, w in rows]
+
+
+def _decision(
+    d: np.ndarray, better: np.ndarray, worse: np.ndarray, threshold: float, max_days: int
+) -> Verdict:
     crossed_better = np.flatnonzero(better >= threshold)
     crossed_worse = np.flatnonzero(worse >= threshold)
     first_better = int(crossed_better[0]) if crossed_better.size else None
@@ -130,16 +173,6 @@ def decide(gains: Floats, alpha: float = ALPHA, max_days: int = MAX_DAYS) -> Ver
     if d.size >= max_days:
         return _verdict(REJECT, d, better, worse, d.size)
     return _verdict(PENDING, d, better, worse, d.size)
-
-
-def scaled(gains: Floats, spread: float = SPREAD) -> np.ndarray:
-    """x_t = d_t / (spread * rms(d_0 .. d_{t-1})), capped to [-1, 1]; 0 on the first day
-    and while every earlier gain was 0 (identical forecasts teach nothing)."""
-    d = np.asarray(gains, dtype=float)
-    earlier = np.concatenate(([0.0], np.cumsum(d * d)[:-1])) / np.maximum(np.arange(d.size), 1)
-    rms = np.sqrt(earlier)
-    x = np.divide(d, spread * rms, out=np.zeros_like(d), where=rms > 0)
-    return np.asarray(np.clip(x, -1.0, 1.0), dtype=float)
 
 
 def _verdict(

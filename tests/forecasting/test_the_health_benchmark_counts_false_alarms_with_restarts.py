@@ -1,6 +1,6 @@
-"""The health benchmark's false-alarm count: the test restarts with a fresh reference after
-each alarm, exactly as repeated calls of the live test would; reference days are not
-tested days; the rate comes with an exact Poisson interval."""
+"""The health benchmark's false-alarm count: the detector starts afresh after each alarm,
+exactly as repeated calls of the live detector would; every day is a tested day; the rate
+comes with an exact Poisson interval."""
 
 from __future__ import annotations
 
@@ -8,15 +8,15 @@ import numpy as np
 import pytest
 
 from benchmarks.decisions.health_alarms import Series, false_alarms, poisson_interval, trace
-from predictions.forecasting.health import REFERENCE, cusum
+from predictions.forecasting import health
 from tests.forecasting.peer_errors import peer_errors
 
 
-def restarted(gaps, h):
-    """Alarms of the live test, called again on the days after each alarm."""
+def restarted(gaps, detector):
+    """Alarms of the live detector, called again on the days after each alarm."""
     found, start = [], 0
     while True:
-        verdict = cusum(gaps[start:], h=h)
+        verdict = detector.run(gaps[start:])
         if verdict.alarm_at is None:
             return found
         found.append(start + verdict.alarm_at)
@@ -31,28 +31,25 @@ def series(seed, days=600):
     return Series("X", "m", dates, own, peers, sigmas)
 
 
-@pytest.mark.parametrize("h", [3.0, 6.0, 11.5])
-def test_restarts_match_the_live_test_called_again(h):
+@pytest.mark.parametrize("threshold", [20.0, 200.0, health.THRESHOLD])
+def test_restarts_match_the_live_detector_called_again(threshold):
+    detector = health.Detector(threshold=threshold)
     for seed in range(10):
         gaps = series(seed).gaps()
-        assert trace(gaps, h).alarms == restarted(gaps, h)
+        assert trace(gaps, detector).alarms == restarted(gaps, detector)
 
 
-def test_reference_days_are_not_counted_and_alarms_are():
+def test_every_day_is_counted_and_alarms_are():
     s = series(0)
-    run = trace(s.gaps(), 6.0)
-    assert len(run.alarms) >= 2
-    starts = [0] + [a + 1 for a in run.alarms]  # each segment: a reference, then tested days
-    ends = [a + 1 for a in run.alarms] + [len(s.own)]
-    tested = sum(max(0, end - start - REFERENCE) for start, end in zip(starts, ends, strict=True))
-    assert sum(run.armed) == tested
+    run = trace(s.gaps())
+    assert len(run.alarms) == 2  # one for each bad week, none from the healthy days
     counted = false_alarms([(s, run)])
-    assert counted["alarms"] == len(run.alarms)
-    assert counted["model_years"] == round(tested / 252, 2)
-    assert counted["rate"] == pytest.approx(len(run.alarms) / (tested / 252))
+    assert counted["alarms"] == 2
+    assert counted["model_years"] == round(len(s.own) / 252, 2)
+    assert counted["rate"] == pytest.approx(2 / (len(s.own) / 252))
 
     first_half = false_alarms([(s, run)], lambda dates: dates < s.dates[300])
-    assert first_half["alarms"] == sum(a < 300 for a in run.alarms)
+    assert first_half["alarms"] == 1
 
 
 def test_the_poisson_interval_is_exact():

@@ -1,5 +1,6 @@
-"""The health benchmark's run() gives a JSON-serializable result that names the H chosen on
-the tuning years and the held-out figures, and markdown() renders it (synthetic errors)."""
+"""The health benchmark's run() gives a JSON-serializable result with the detector's
+settings, its false alarms and delays beside the CUSUM before, and the band's watch; and
+markdown() renders it (synthetic errors)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from benchmarks.decisions.daily import DailyErrors
 
 
 def synthetic(symbol, models=("naive", "ridge", "arima"), refit_every=20, cache_dir=None):
-    rng = np.random.default_rng(abs(hash(symbol)) % 2**32)
+    rng = np.random.default_rng(sum(map(ord, symbol)))
     dates = np.arange(np.datetime64("2001-01-01"), np.datetime64("2012-01-01"))
     dates = dates[np.is_busday(dates)]
     sigma = np.where((dates >= np.datetime64("2008-09-01")) & (dates < np.datetime64("2009-06-01")),
@@ -22,24 +23,25 @@ def synthetic(symbol, models=("naive", "ridge", "arima"), refit_every=20, cache_
     return DailyErrors(symbol, dates, sigma, errors)
 
 
-def test_run_reports_the_chosen_threshold_and_the_held_out_figures(monkeypatch):
+def test_run_reports_the_detector_and_the_held_out_figures(monkeypatch):
     monkeypatch.setattr(benchmark, "daily_errors", synthetic)
     result = benchmark.run(
         symbols=("A", "B", "^C"), biases=(0.01, 0.05), start_every=60, bootstraps=50
     )
     assert json.loads(json.dumps(result)) == result  # plain JSON all through
-    chosen = result["chosen"]["h"]
-    tuning = next(row for row in result["tuning"]["grid"] if row["h"] == chosen)
-    assert tuning["interval"][1] <= result["goal"]
-    assert all(row["interval"][1] > result["goal"] for row in result["tuning"]["grid"]
-               if row["h"] < chosen)  # fmt: skip
+    assert result["detector"]["guaranteed_rate"] == 252 / result["detector"]["threshold"]
+    assert abs(result["tuning"]["mean_clipped_gap"]) < 0.02
     held = result["held_out"]
     assert held["false_alarms"]["model_years"] > held["false_alarms_2008_09"]["model_years"] > 0
     assert set(held["delays"]) == {"0.01", "0.05"}
     assert held["delays"]["0.05"]["within_follow"] >= held["delays"]["0.01"]["within_follow"]
+    assert held["delays"]["0.05"]["within_follow"] == 1.0
+    assert set(result["before"]["held_out"]["delays"]) == {"0.01", "0.05"}
     assert result["spans"]["A"]["held_out"].startswith("2008-01-01")
+    assert 0.1 < result["band"]["held_out"]["miss_rate"] < 0.3
 
     text = benchmark.markdown(result)
     assert text.startswith("### Model health on held-out years")
-    assert f"H = {chosen:g} chosen on the tuning years" in text
+    assert "alarm at 1,260" in text
     assert "| 5 % |" in text and "| 1 % |" in text
+    assert "The band's own watch" in text

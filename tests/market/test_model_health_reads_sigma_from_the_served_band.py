@@ -1,7 +1,7 @@
 """Live model health measures each day's gap in units of the σ of the band that day's
 forecast of record served (half the log width of its first step), so a storm demotes no
-one and a biased model still goes; records without a band fall back to unscaled gaps, and
-the reason says which."""
+one and a biased model still goes; records without a band fall back to a σ estimated from
+the peers' earlier errors, and the reason says which."""
 
 from __future__ import annotations
 
@@ -50,9 +50,9 @@ def test_a_storm_demotes_no_one_and_a_biased_model_goes():
     record_days("AAPL", 160, seed=2, sigma=storm, bias=lambda day: 0.0)
     assert model_health.evaluate("AAPL") == []
     assert set(states("AAPL").values()) == {ModelHealth.OK}
-    # The same days recorded without bands: unscaled, the storm demotes healthy models.
+    # The same days recorded without bands: σ from the peers' earlier errors, no one either.
     record_days("GOOG", 160, seed=2, sigma=storm, bias=lambda day: 0.0, with_band=False)
-    assert model_health.evaluate("GOOG") != []
+    assert model_health.evaluate("GOOG") == []
 
     record_days("MSFT", 160, seed=2, sigma=storm, bias=lambda day: 0.12 * (day >= 130))
     assert model_health.evaluate("MSFT") == ["ridge"]
@@ -62,12 +62,12 @@ def test_a_storm_demotes_no_one_and_a_biased_model_goes():
     assert states("MSFT")["naive"] == states("MSFT")["arima"] == ModelHealth.OK
 
 
-def test_days_without_a_band_fall_back_to_unscaled_gaps():
+def test_days_without_a_band_fall_back_to_sigma_from_the_peers():
     record_days("IBM", 120, seed=4, sigma=lambda day: 0.01, bias=lambda day: 0.03 * (day >= 80),
                 with_band=False)  # fmt: skip
     assert model_health.evaluate("IBM") == ["ridge"]
     assert (
-        "no day had a band: unscaled gaps"
+        "no day had a band: gaps in units of sigma estimated from the peers' errors"
         in ModelHealth.objects.get(symbol="IBM", model="ridge").reason
     )
 

@@ -1,11 +1,14 @@
 """A forecast recorded without a band has no σ: its gap is divided by the typical σ of the
-days that have one, and with no band at all the gaps stay unscaled; the count says so."""
+days that have one; when no day has a band, each day's σ is estimated from the peers'
+errors of the days before it (the detector's null is in σ, so raw gaps would never count)."""
 
 from __future__ import annotations
 
+import math
+
 import pytest
 
-from predictions.forecasting.health import scaled
+from predictions.forecasting.health import peer_sigmas, scaled
 
 
 def test_a_day_without_sigma_uses_the_typical_sigma():
@@ -25,3 +28,13 @@ def test_every_day_with_sigma_is_scaled():
 def test_sigmas_must_line_up_with_gaps():
     with pytest.raises(ValueError, match="2 gaps but 1 sigmas"):
         scaled([0.02, -0.01], [0.01])
+
+
+def test_the_peers_errors_of_earlier_days_give_sigma():
+    peers = [[0.01, -0.03], [0.02, 0.02], [-0.04, 0.0], [1.0, 1.0]]
+    sigmas = peer_sigmas(peers, window=2)
+    factor = math.sqrt(math.pi / 2)
+    assert sigmas[0] is None  # nothing before the first day
+    assert sigmas[1] == pytest.approx(factor * 0.02)  # median |e| of day 0
+    assert sigmas[2] == pytest.approx(factor * 0.02)  # days 0 and 1
+    assert sigmas[3] == pytest.approx(factor * 0.02)  # days 1 and 2, never the day itself
