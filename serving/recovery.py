@@ -41,7 +41,8 @@ from serving.worker_holdings import RUNNING, Held, Holdings
 
 log = logging.getLogger(__name__)
 
-# Counts of what the sweeper did, for operators and load checks (HGETALL it).
+# What the sweeper did, for operators and load checks (HGETALL it): quiet requests found
+# waiting (once per sweep each), delivered messages put back, requests dispatched again.
 COUNTS_KEY = "stockserve:recovery"
 # A message delivered this shortly before the workers were asked may not be in their
 # answer yet: it is not taken as held by none.
@@ -102,6 +103,7 @@ def sweep() -> Sweep:
     )
     if result.waiting:
         log.info("sweeper: %d quiet requests are waiting, not lost", result.waiting)
+        _count(WAITING, result.waiting)
     return result
 
 
