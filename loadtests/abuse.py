@@ -81,7 +81,7 @@ QUEUE_CLIENT, FLOOD_CLIENT, HOARDER_CLIENT = "orders", "flood", "hoarder"
 WATCHED = ("AAPL", "MSFT", "GOOG")  # make run's PRECOMPUTE_SYMBOLS
 ACTIVE = ("queued", "running")  # a request that has not ended yet
 OOM_LINE = re.compile(r"\bOOM\b|maxmemory")
-WARM_UP_AT_ONCE = 3  # symbols trained at once before the window
+WARM_UP_AT_ONCE = 2  # symbols trained at once: one client alone holds 2 ?wait= slots
 
 
 @dataclass
@@ -305,7 +305,11 @@ def clients_summary(rows: list[Row], seconds: float) -> dict[str, Any]:
         "answered": sum(row.ok for row in rows),
         "not_done": sum(not row.ok for row in rows),
         "admission_refusals": sum(
-            row.error.startswith(abuse_clients.ADMISSION_REFUSED) for row in rows
+            abuse_clients.refusals(row.error).get(abuse_clients.ADMISSION_REFUSED, 0)
+            for row in rows
+        ),
+        "wait_refusals": sum(
+            abuse_clients.refusals(row.error).get(abuse_clients.WAIT_REFUSED, 0) for row in rows
         ),
         "statuses": dict(statuses),
         "by_question": by_name,
@@ -322,12 +326,18 @@ def warm_up(stack: Stack, token: str, symbols: list[str], asker: QueueAsker) -> 
     symbols the service could answer (a replay's first day may leave some too few bars)."""
 
     def trained(symbol: str) -> bool:
-        try:
-            predict(stack.base, token, symbol=symbol, horizon=abuse_clients.WATCHED_HORIZON)
-        except RuntimeError as exc:
-            print(f"  {symbol} left out: {str(exc)[:120]}", flush=True)
-            return False
-        return True
+        for _ in range(3):  # a poll refused (its ?wait= slots taken) is asked again
+            try:
+                predict(stack.base, token, symbol=symbol, horizon=abuse_clients.WATCHED_HORIZON)
+            except RuntimeError as exc:
+                print(f"  {symbol} left out: {str(exc)[:120]}", flush=True)
+                return False
+            except (KeyError, requests.RequestException) as exc:
+                print(f"  {symbol}: {type(exc).__name__} {str(exc)[:80]}; again", flush=True)
+                time.sleep(1)
+                continue
+            return True
+        return False
 
     with ThreadPoolExecutor(max_workers=WARM_UP_AT_ONCE) as pool:  # within the client's share
         usable = [s for s, ok in zip(symbols, pool.map(trained, symbols), strict=True) if ok]
@@ -473,6 +483,7 @@ def phase(
         "base": stack.base, "token": token, "watched": watched,
         "own": abuse_clients.own_pairs(watched), "rest_address": REST_ADDRESS,
         "rest_rate": args.rest_rate, "rest_fresh_every": args.rest_fresh_every,
+        "rest_in_flight": args.rest_in_flight, "queue_in_flight": args.queue_in_flight,
         "queue_url": urls[QUEUE_CLIENT], "queue_client": QUEUE_CLIENT,
         "queue_rate": args.queue_rate, "queue_uncached_every": args.queue_uncached_every,
         "max_wait": args.max_wait, "seconds": args.seconds, "epoch": epoch, "prefix": name,
@@ -613,10 +624,14 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--root", type=Path, default=ROOT, help="the checkout whose stack runs")
     parser.add_argument("--phases", default="quiet,abused")
     parser.add_argument("--rest-rate", type=float, default=0.45, help="REST questions per second")
-    parser.add_argument("--rest-fresh-every", type=int, default=6,
+    parser.add_argument("--rest-fresh-every", type=int, default=8,
                         help="one REST question in this many is a fresh run")  # fmt: skip
+    parser.add_argument("--rest-in-flight", type=int, default=2,
+                        help="the REST client's questions at once (its ?wait= share)")  # fmt: skip
+    parser.add_argument("--queue-in-flight", type=int, default=6,
+                        help="the stream client's questions at once (under 8 pending)")  # fmt: skip
     parser.add_argument("--queue-rate", type=float, default=0.45, help="queue questions per second")
-    parser.add_argument("--queue-uncached-every", type=int, default=4,
+    parser.add_argument("--queue-uncached-every", type=int, default=6,
                         help="one stream question in this many is one of its own")  # fmt: skip
     parser.add_argument("--anon-rate", default="120/min", help="the stack's THROTTLE_ANON")
     parser.add_argument("--rotate-rate", type=float, default=2.0,

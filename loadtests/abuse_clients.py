@@ -41,12 +41,14 @@ import argparse
 import asyncio
 import json
 import random
+import re
 import sys
 import threading
 import time
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -86,38 +88,67 @@ def abuser_pairs(symbols: Sequence[str], addresses: int, seed: int = 0) -> list[
     return [pairs[i::addresses] for i in range(addresses)]
 
 
-ADMISSION_REFUSED = "admission refused"  # a POST answered 429 or 503: an error's prefix
+ADMISSION_REFUSED = "admission refused"  # a POST answered 429 or 503, counted in the error
+WAIT_REFUSED = "wait refused"  # a `?wait=` poll answered 429 or 503
+REFUSALS = re.compile(rf"({ADMISSION_REFUSED}|{WAIT_REFUSED}) (\d+)")
+RETRY_PAUSE_S = 1.0  # after a refusal (the engine's client does not read Retry-After)
+
+
+def refusals(error: str) -> dict[str, int]:
+    """The refusals a well-behaved question met on its way (its row's error)."""
+    return {kind: int(n) for kind, n in REFUSALS.findall(error)}
 
 
 def identified_prediction(
-    body: dict[str, Any], max_wait_s: float, headers: Mapping[str, str]
-) -> engine.Job:
-    """`engine.prediction`, with a POST refused (429 or 503: admission's refusals) told
-    apart from a poll that failed, by its error's prefix."""
+    body: dict[str, Any], max_wait_s: float, headers: Mapping[str, str],
+    in_flight: asyncio.Semaphore,
+) -> engine.Job:  # fmt: skip
+    """A well-behaved client's question: at most its share in flight (a question waits
+    its turn on the client's side, and its latency, counted from its scheduled time,
+    includes that wait); a POST or a poll refused with 429 or 503 is asked again a moment
+    later, until `max_wait_s`. Every refusal is counted in the outcome's error."""
 
     async def job(client: engine.Client) -> Outcome:
-        code, answer = await client.json("POST", PREDICTIONS, body, headers=headers)
-        first = submitted(code, answer)
-        if isinstance(first, Outcome):
-            if code in (429, 503):
-                return Outcome(False, f"http {code}", error=f"{ADMISSION_REFUSED}: {answer}"[:300])
-            return first
         deadline = time.monotonic() + max_wait_s
-        while True:
-            path, wait = poll(first, deadline)
-            polled_answer = await client.json("GET", path, wait_s=wait, headers=headers)
-            if (final := polled(*polled_answer, first, deadline, max_wait_s)) is not None:
-                return final
+        count = {ADMISSION_REFUSED: 0, WAIT_REFUSED: 0}
+
+        def said(outcome: Outcome) -> Outcome:
+            met = "; ".join(f"{kind} {n}" for kind, n in count.items() if n)
+            return replace(outcome, error="; ".join(filter(None, [met, outcome.error])))
+
+        async with in_flight:
+            while True:
+                code, answer = await client.json("POST", PREDICTIONS, body, headers=headers)
+                if code not in (429, 503) or time.monotonic() >= deadline:
+                    break
+                count[ADMISSION_REFUSED] += 1
+                await asyncio.sleep(RETRY_PAUSE_S)
+            first = submitted(code, answer)
+            if isinstance(first, Outcome):
+                if code in (429, 503):
+                    count[ADMISSION_REFUSED] += 1
+                return said(first)
+            while True:
+                path, wait = poll(first, deadline)
+                code, answer = await client.json("GET", path, wait_s=wait, headers=headers)
+                if code in (429, 503) and time.monotonic() < deadline:
+                    count[WAIT_REFUSED] += 1
+                    await asyncio.sleep(RETRY_PAUSE_S)
+                    continue
+                if (final := polled(code, answer, first, deadline, max_wait_s)) is not None:
+                    return said(final)
 
     return job
 
 
 def rest_arrivals(
     rate: float, seconds: float, token: str, watched: Sequence[str], own: Sequence[Pair],
-    address: str, max_wait_s: float, fresh_every: int = 4,
+    address: str, max_wait_s: float, fresh_every: int = 4, in_flight: int = 2,
 ) -> list[engine.Arrival]:  # fmt: skip
-    """The well-behaved REST client: cached questions, and one fresh run in `fresh_every`."""
+    """The well-behaved REST client: cached questions, and one fresh run in `fresh_every`;
+    at most `in_flight` questions at once."""
     headers = {"Authorization": f"Token {token}", "X-Forwarded-For": address}
+    gate = asyncio.Semaphore(in_flight)  # bound to the engine's loop at its first use
     arrivals = []
     for i, at in enumerate(engine.steady(rate, seconds)):
         if i % fresh_every == fresh_every - 1:
@@ -127,7 +158,7 @@ def rest_arrivals(
         else:
             body = {"symbol": watched[i % len(watched)], "horizon": WATCHED_HORIZON}
             name = "rest cached"
-        job = identified_prediction(body, max_wait_s, headers)
+        job = identified_prediction(body, max_wait_s, headers, gate)
         arrivals.append(engine.Arrival(at, "prediction", name, job))
     return arrivals
 
@@ -189,16 +220,22 @@ def queue_plan(
 
 
 class QueueAsker:
-    """Enqueues each planned question at its time and waits for its answer by id."""
+    """Enqueues each planned question at its time (or once one of its `in_flight` is
+    answered) and waits for its answer by id."""
 
-    def __init__(self, url: str, client: str, max_wait_s: float, prefix: str) -> None:
+    def __init__(
+        self, url: str, client: str, max_wait_s: float, prefix: str, in_flight: int = 64
+    ) -> None:
         self.input = InputQueue(url, client=client)
         self.output = OutputQueue(url, client=client)
         self.max_wait_s = max_wait_s
         self.prefix = prefix
         self.rows: list[Row] = []
         self._futures: list[Future[Row]] = []
-        self._pool = ThreadPoolExecutor(max_workers=64, thread_name_prefix="queue-asker")
+        # At most `in_flight` questions waiting for their answers (a well-behaved client
+        # stays under QUEUE_CLIENT_MAX_PENDING); the others wait their turn here, and
+        # their latency, counted from their scheduled time, includes that wait.
+        self._pool = ThreadPoolExecutor(max_workers=in_flight, thread_name_prefix="queue-asker")
         self._thread: threading.Thread | None = None
 
     def start(self, plan: Sequence[tuple[float, str, str, int]], epoch: float) -> None:
@@ -449,10 +486,11 @@ def run_polite(spec: dict[str, Any]) -> None:
     own = [(s, h) for s, h in spec["own"]]
     arrivals = rest_arrivals(spec["rest_rate"], spec["seconds"], spec["token"], spec["watched"],
                              own, spec["rest_address"], spec["max_wait"],
-                             spec["rest_fresh_every"])  # fmt: skip
+                             spec["rest_fresh_every"], spec["rest_in_flight"])  # fmt: skip
     plan = queue_plan(spec["queue_rate"], spec["seconds"], spec["watched"], own,
                       spec["queue_uncached_every"])  # fmt: skip
-    asker = QueueAsker(spec["queue_url"], spec["queue_client"], spec["max_wait"], spec["prefix"])
+    asker = QueueAsker(spec["queue_url"], spec["queue_client"], spec["max_wait"], spec["prefix"],
+                       spec["queue_in_flight"])  # fmt: skip
     asker.start(plan, spec["epoch"])
     try:
         engine.run(spec["base"], arrivals, log.write, drain_s=spec["max_wait"],

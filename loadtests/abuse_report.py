@@ -108,8 +108,11 @@ def client_rows(
     refusals = []
     if http:
         rq, ra = quiet.get("admission_refusals", 0), abused.get("admission_refusals", 0)
-        refusals = [[f"{label}: refused at admission (POST 429/503)", str(rq), str(ra), "0",
-                     verdict(rq == 0), verdict(ra == 0)]]  # fmt: skip
+        wq, wa = quiet.get("wait_refusals", 0), abused.get("wait_refusals", 0)
+        refusals = [[f"{label}: refused at admission (POST 429/503, asked again)", str(rq),
+                     str(ra), "0", verdict(rq == 0), verdict(ra == 0)],
+                    [f"{label}: ?wait= polls refused (429/503, polled again)", str(wq), str(wa),
+                     "", "", ""]]  # fmt: skip
     return [
         [f"{label}: answers arrived", answered_cell(quiet), answered_cell(abused), "all",
          arrival_verdict(quiet), arrival_verdict(abused)],

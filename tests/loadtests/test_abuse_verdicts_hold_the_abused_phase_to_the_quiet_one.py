@@ -106,7 +106,7 @@ def test_the_identified_client_refused_at_admission_or_too_few_answers_is_not_me
     abused["rest"] = client(1000.0, answered=70, statuses={"http 503": 2}, admission_refusals=2)
     abused["queue"] = client(1000.0, answered=30, expected=30)
     found = verdicts(phase(), abused)
-    assert found["REST client (token): refused at admission (POST 429/503)"] == (
+    assert found["REST client (token): refused at admission (POST 429/503, asked again)"] == (
         "met", "**not met**",
     )  # fmt: skip
     assert found["stream client: answers, enough for a p95"] == ("met", "**not met**")
