@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
@@ -77,14 +78,17 @@ def test_two_at_once_refusals_asked_again_and_counted(service):
     rows = []
     arrivals = rest_arrivals(20.0, 0.3, "t0ken", ["AAPL"], [("MSFT", 7)], "192.0.2.10", 30.0,
                              fresh_every=100, in_flight=2)  # fmt: skip
+    epoch = time.time() + 0.5
+    every_one_due = epoch + max(a.at for a in arrivals)
 
-    def answer_once_two_are_held() -> None:
-        eventually(lambda: Service.in_flight >= 2, 20, "two questions held by the service")
+    def answer_once_every_question_is_due() -> None:
+        eventually(lambda: Service.in_flight >= 2 and time.time() > every_one_due, 20,
+                   "every question due and two held by the service")  # fmt: skip
         Service.release.set()
 
-    releaser = threading.Thread(target=answer_once_two_are_held, daemon=True)
+    releaser = threading.Thread(target=answer_once_every_question_is_due, daemon=True)
     releaser.start()
-    engine.run(service, arrivals, rows.append, drain_s=30.0)
+    engine.run(service, arrivals, rows.append, drain_s=30.0, start_epoch=epoch)
     releaser.join(20)
 
     assert len(rows) == 6 and all(row.ok for row in rows), rows
