@@ -230,7 +230,9 @@ def tune_choice_table(report: dict[str, Any]) -> str:
             skill = "baseline" if name == BASELINE else _interval(e["interval_score_skill"])
             cells.append(f"{e['interval_score']:.2f} / {skill}")
         mark = " **(served)**" if name == bands["winner"] else ""
-        lines.append(f"| {_name(name)}{mark} | " + " | ".join(cells) + " |")
+        phi = ((bands.get("params") or {}).get(name) or {}).get("phi")
+        tuned = f" (φ = {phi})" if phi is not None else ""
+        lines.append(f"| {_name(name)}{tuned}{mark} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
@@ -308,6 +310,7 @@ def band_summary(report: dict[str, Any]) -> list[str]:
         )
     else:
         lines.append("* The served band *is* GARCH(1,1)-t, the baseline.")
+    lines.append(served_line(bands))
     for band in bands.get("coverage_tests", {}):
         label = f"{_name(band)} ({'served' if band == winner else 'baseline'})"
         lines.append("* **Coverage tests**, " + coverage_verdict(bands["coverage_tests"][band],
@@ -329,6 +332,26 @@ def band_summary(report: dict[str, Any]) -> list[str]:
             f"would claim {old}."
         )
     return lines
+
+
+def served_line(bands: dict[str, Any]) -> str:
+    """The served band on the test windows in one line: its form (a tuned reversion φ),
+    its interval-score skill over GARCH(1,1)-t and its coverage by volatility tercile at
+    every horizon."""
+    winner = bands["winner"]
+    parts = []
+    for h, by_name in bands["vs_baseline"].items():
+        skill = by_name.get(winner, {}).get("interval_score_skill")
+        terciles = " / ".join(_pct(x, 1) for x in bands["terciles"][h][winner])
+        parts.append(f"{h} d: skill {_interval(skill) if skill else 'baseline'}, "
+                     f"coverage {terciles} %")  # fmt: skip
+    phi = (bands.get("served_params") or {}).get("phi")
+    form = f" (reversion φ = {phi}, tuned on the tune windows)" if phi is not None else ""
+    return (
+        f"* **Served band on the test windows**, {_name(winner)}{form} — interval-score "
+        "skill over GARCH(1,1)-t (95 % interval) and coverage by trailing 20-day volatility "
+        "tercile (calm / middle / storm): " + "; ".join(parts) + "."
+    )
 
 
 def band_cells_table(report: dict[str, Any]) -> str:

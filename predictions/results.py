@@ -126,13 +126,14 @@ def band_sigma(history: PriceHistory, horizon: int) -> np.ndarray | None:
     """σ of the k-day log return (k = 1..horizon) for the band the evaluation chose, or
     None when it chose the residual band or the history cannot give one (the combiner then
     builds the residual band and says why). Range-based bands read the day's bars."""
-    method = load_calibration().band_method
+    table = load_calibration()
+    method = table.band_method
     if method == "residual":
         return None
     h = history
     bars = volatility.Bars(h.open, h.high, h.low, h.close, h.adj_close)
     try:
-        return volatility.live_sigma(h.adj_close, method, horizon, bars)
+        return volatility.live_sigma(h.adj_close, method, horizon, bars, table.band_params)
     except ValueError:  # too few returns for the fit, or it did not converge
         return None
 

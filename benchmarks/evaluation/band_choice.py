@@ -30,8 +30,10 @@ BASELINE = volatility.BASELINE
 NAMES = {RESIDUAL: "today's residual band", **volatility.LABELS}
 SHORT = 5  # horizons up to this many days must show a win
 # Fewest fitted parameters first, then fewest inputs: the EWMAs fit nothing (closes, then
-# bars), HAR fits four slopes by least squares, GARCH five and GJR six by likelihood; the
-# residual band rests on every model's backtest.
+# bars; the range EWMAs' reversion is one φ from a grid), HAR fits four slopes by least
+# squares (direct: four per horizon; pooled: four shared by every symbol, from all of their
+# bars), GARCH five and GJR six by likelihood; the residual band rests on every model's
+# backtest.
 SIMPLICITY = (
     "rolling",
     "ewma",
@@ -41,6 +43,10 @@ SIMPLICITY = (
     "har_parkinson",
     "har_garman_klass",
     "har_rogers_satchell",
+    "har_direct_parkinson",
+    "har_direct_garman_klass",
+    "har_panel_parkinson",
+    "har_panel_garman_klass",
     "garch",
     "gjr",
     RESIDUAL,

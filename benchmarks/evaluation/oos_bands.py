@@ -22,7 +22,9 @@ fixed-b Diebold–Mariano test (fixed_b.py) and Holm. The earlier per-symbol boo
 n^(1/3)-lag DM-HLN test are reported beside them, to show what the stricter ones change.
 
 A volatility band is ``path × exp(±q · σ(t, h))`` with σ from volatility.py; ``q`` is the
-conformal stretch (the tune windows' 80 % quantile of |log(actual / path)| / σ).
+conformal stretch (the tune windows' 80 % quantile of |log(actual / path)| / σ). A range
+EWMA's reversion φ is tuned on the tune windows too (``tune_reversion``), and the pooled
+HAR is fitted at each refit on every judged symbol's bars through that date.
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from benchmarks.evaluation.fixed_b import dm_fixed_b
 from benchmarks.evaluation.joint_bootstrap import joint_mean, joint_skill
 from benchmarks.evaluation.runs import SymbolRuns
 from benchmarks.evaluation.significance import block_sums, mean_interval, percentile_interval
-from predictions.forecasting import volatility
+from predictions.forecasting import har, volatility
 from predictions.forecasting.calibration import INTERVAL_LEVEL, band, conformal_scale
 from predictions.forecasting.multiple_testing import holm
 
@@ -59,9 +61,14 @@ WINDOWS = ("tune", "test")
 
 def candidates(series: list[SymbolRuns]) -> tuple[str, ...]:
     """Today's band and every volatility method the data allow (range-based ones need every
-    symbol's bars)."""
+    symbol's bars, the pooled HAR their dates too)."""
     has_bars = bool(series) and all(sr.bars is not None for sr in series)
-    ranged = volatility.RANGE_METHODS if has_bars else ()
+    has_dates = has_bars and all(sr.dates is not None for sr in series)
+    ranged = tuple(
+        m
+        for m in (volatility.RANGE_METHODS if has_bars else ())
+        if has_dates or m not in volatility.HAR_PANEL_METHODS
+    )
     return (RESIDUAL, *volatility.CLOSE_METHODS, *ranged)
 
 
@@ -104,19 +111,50 @@ def _sigma(
     sr: SymbolRuns,
     method: str,
     horizon: int,
-    cache: dict[Any, np.ndarray],
+    cache: dict[Any, Any],
     horizons: tuple[int, ...] = (),
 ) -> np.ndarray:
     """h-day log-return σ at every origin o (index o − 1), computed once per symbol (for
-    every one of ``horizons`` at once, so each fit is made once)."""
+    every one of ``horizons`` at once, so each fit is made once). A method's tuned
+    parameters and the pooled HAR's panel are read from ``cache`` (set_params, set_panel)."""
     key = (id(sr), method, horizon)
     if key not in cache:
         refits = [first for first, _ in sr.windows.blocks()]
         wanted = tuple(sorted({horizon, *horizons}))
-        variances = volatility.horizon_variances(sr.prices, method, wanted, refits, sr.bars)
+        variances = volatility.horizon_variances(
+            sr.prices, method, wanted, refits, sr.bars, cache.get(("params", method)),
+            dates=sr.dates, peers=cache.get(("panel", method), ()),
+        )  # fmt: skip
         for h, variance in variances.items():
             cache[(id(sr), method, h)] = np.sqrt(variance)
     return cache[key]
+
+
+def set_params(cache: dict[Any, Any], method: str, params: dict[str, Any]) -> None:
+    """Make ``method``'s σ in ``cache`` the one with these parameters (dropping any other)."""
+    for key in [k for k in cache if len(k) == 3 and k[1] == method]:
+        del cache[key]
+    cache[("params", method)] = params
+
+
+def set_panel(cache: dict[Any, Any], method: str, judged: list[SymbolRuns]) -> None:
+    """The pooled HAR's panel: every judged symbol's daily variances with their dates."""
+    cache[("panel", method)] = [
+        volatility.panel_fit_data(sr.dates, sr.prices, sr.bars, method)
+        for sr in judged
+        if sr.dates is not None and sr.bars is not None
+    ]
+
+
+def served_params(method: str, cache: dict[Any, Any]) -> dict[str, Any]:
+    """What the service needs besides the method and stretch: a range EWMA's φ, or the
+    pooled HAR's slopes fitted on every judged symbol's evaluated bars (the latest fit the
+    evaluation could make, as a refit would)."""
+    if method in volatility.HAR_PANEL_METHODS:
+        panel = cache.get(("panel", method)) or []
+        fit = har.fit_har_panel([peer.measure for peer in panel])
+        return {k: getattr(fit, k) for k in volatility.HAR_PANEL_KEYS}
+    return dict(cache.get(("params", method)) or {})
 
 
 def sigma_at(
@@ -161,6 +199,38 @@ def _tune_stretch(
         s = _sigma(sr, method, horizon, cache, horizons)[rep.origins - 1]
         scores.append(np.abs(np.log(rep.actual[:, -1] / rep.ensemble[:, -1])) / s)
     return conformal_scale(np.concatenate(scores), INTERVAL_LEVEL)
+
+
+def _tune_score(
+    series: list[SymbolRuns], method: str, horizon: int, cache: dict[Any, np.ndarray],
+    horizons: tuple[int, ...],
+) -> float:  # fmt: skip
+    """A method's pooled interval score over the tune windows, stretched on them."""
+    q = _tune_stretch(series, method, horizon, cache, horizons)
+    total = 0.0
+    for sr in series:
+        rep = sr.replayed(LIVE.name, horizon).select(sr.windows.tune_origins(horizon))
+        total += float(_vol_band(rep, _sigma(sr, method, horizon, cache), q).interval_score.sum())
+    return total
+
+
+def tune_reversion(
+    series: list[SymbolRuns], method: str, horizons: tuple[int, ...], cache: dict[Any, Any]
+) -> dict[str, Any]:
+    """A range EWMA's reversion φ, chosen on the tune windows: of volatility.REVERSION_GRID
+    (1 is the flat h · v₁), the φ whose band, stretched on the tune windows, has the highest
+    mean interval-score skill over GARCH(1,1)-t there across the horizons (ties: the larger
+    φ, the less reversion). Leaves ``cache`` holding that φ's σ; returns the figures."""
+    reference = {h: _tune_score(series, BASELINE, h, cache, horizons) for h in horizons}
+    skill = {}
+    for phi in volatility.REVERSION_GRID:
+        set_params(cache, method, {"phi": phi})
+        scores = [_tune_score(series, method, h, cache, horizons) for h in horizons]
+        ratios = [s / reference[h] for s, h in zip(scores, horizons, strict=True)]
+        skill[phi] = float(1 - np.mean(ratios))
+    best = max(volatility.REVERSION_GRID, key=lambda phi: (round(skill[phi], 6), phi))
+    set_params(cache, method, {"phi": best})
+    return {"phi": best, "tune_mean_skill": {str(phi): v for phi, v in skill.items()}}
 
 
 def date_keys(sr: SymbolRuns, origins: np.ndarray) -> np.ndarray:
@@ -271,6 +341,12 @@ def evaluate_bands(
     if not judged:
         out["winner"], out["verdict"] = RESIDUAL, "no symbol has enough history to judge a band"
         return out
+    out["params"] = {}
+    for name in names:
+        if name in volatility.RANGE_EWMA_METHODS:
+            out["params"][name] = tune_reversion(judged, name, horizons, cache)
+        elif name in volatility.HAR_PANEL_METHODS:
+            set_panel(cache, name, judged)
     bands: dict[str, Bands] = {window: {} for window in WINDOWS}
     for h in horizons:
         stretch = {RESIDUAL: residual_scale[h]}
@@ -303,6 +379,8 @@ def evaluate_bands(
         if name != BASELINE
     }
     out["winner"], out["verdict"] = choose_band(tune_skill, horizons)
+    if out["winner"] != RESIDUAL:
+        out["served_params"] = served_params(out["winner"], cache)
     out["comparisons"] = _comparisons(judged, bands["test"], horizons, _pairs(out["winner"]), seed)
     out["coverage_tests"] = {
         name: coverage_tests(out["cells"], name)
@@ -551,6 +629,7 @@ def band_table(bands: dict[str, Any]) -> dict[str, Any]:
     tests = (bands.get("coverage_tests") or {}).get(method) or {}
     return {
         "method": method,
+        "params": bands.get("served_params") or {},
         "stretch": stretch,
         "coverage": coverage,
         "pooled": pooled,

@@ -24,7 +24,7 @@ from typing import Any
 
 import numpy as np
 
-from .volatility import METHODS
+from .volatility import HAR_PANEL_KEYS, HAR_PANEL_METHODS, METHODS, RANGE_EWMA_METHODS, reversion
 
 INTERVAL_LEVEL = 0.8
 TABLE_PATH = Path(__file__).with_name("calibration.json")
@@ -62,6 +62,12 @@ class Calibration:
         """The band to serve: a volatility method, or "residual" (the backtest residual band,
         also what a table without a choice means)."""
         return str(self.band.get("method") or "residual")
+
+    @property
+    def band_params(self) -> dict[str, float]:
+        """What the chosen band needs besides its stretch (volatility.live_sigma's
+        ``params``): a range EWMA's reversion φ (none: flat), the pooled HAR's slopes."""
+        return {str(k): float(v) for k, v in (self.band.get("params") or {}).items()}
 
     def band_stretch(self, step: int) -> float | None:
         """The volatility band's stretch q for a step (interpolated on log step like the
@@ -155,6 +161,7 @@ class Calibration:
         band = dict(data.get("band") or {})
         if band.get("method", "residual") not in ("residual", *METHODS):
             raise ValueError(f"unknown band method {band.get('method')!r}")
+        _check_band_params(str(band.get("method", "residual")), band.get("params") or {})
         stretch = {int(k): float(v) for k, v in (band.get("stretch") or {}).items()}
         if any(k < 1 or not (math.isfinite(v) and v > 0) for k, v in stretch.items()):
             raise ValueError(f"band stretches must be positive per horizon, got {stretch}")
@@ -180,6 +187,20 @@ class Calibration:
 
 
 NEUTRAL = Calibration()
+
+
+def _check_band_params(method: str, params: dict[str, Any]) -> None:
+    """Raise ValueError when a band's parameters cannot be served."""
+    try:
+        values = {str(k): float(v) for k, v in params.items()}
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"band params must be numbers, got {params}") from exc
+    if not all(math.isfinite(v) for v in values.values()):
+        raise ValueError(f"band params must be finite, got {params}")
+    if method in RANGE_EWMA_METHODS:
+        reversion(values)
+    if method in HAR_PANEL_METHODS and not set(HAR_PANEL_KEYS) <= set(values):
+        raise ValueError(f"the pooled HAR band needs {', '.join(HAR_PANEL_KEYS)}")
 
 
 def _power_law(points_by_horizon: dict[int, float], horizon: int) -> float | None:

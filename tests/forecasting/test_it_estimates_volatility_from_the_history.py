@@ -95,14 +95,23 @@ def sample_bars(n: int = 1200):
     return h.adj_close[:n], bars
 
 
+# What a method needs from calibration.json besides its stretch, where it needs anything.
+PARAMS = {
+    **{m: {"phi": 0.98} for m in volatility.RANGE_EWMA_METHODS},
+    **{m: {"b0": 0.0, "daily": 0.3, "weekly": 0.4, "monthly": 0.2, "residual_variance": 0.5}
+       for m in volatility.HAR_PANEL_METHODS},
+}  # fmt: skip
+
+
 @pytest.mark.parametrize("method", volatility.METHODS)
 def test_every_method_gives_a_growing_sigma_after_the_last_bar(method):
     prices, bars = sample_bars()
+    params = PARAMS.get(method)
 
-    sigma = volatility.live_sigma(prices, method, 5, bars)
+    sigma = volatility.live_sigma(prices, method, 5, bars, params)
 
     assert np.all(np.isfinite(sigma)) and np.all(np.diff(sigma) > 0) and sigma[0] > 0
-    whole = volatility.horizon_variance(prices, method, 5, bars=bars)
+    whole = volatility.horizon_variance(prices, method, 5, bars=bars, params=params)
     assert np.sqrt(whole[-1]) == pytest.approx(sigma[-1], rel=1e-9)  # the same σ offline
 
 

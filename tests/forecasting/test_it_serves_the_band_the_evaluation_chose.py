@@ -125,7 +125,8 @@ def test_the_adopted_band_is_built_live_from_the_history_not_a_fallback():
 
     bars = volatility.Bars(history.open, history.high, history.low, history.close,
                            history.adj_close)  # fmt: skip
-    expected = volatility.live_sigma(history.adj_close, table.band_method, 5, bars)
+    expected = volatility.live_sigma(history.adj_close, table.band_method, 5, bars,
+                                     table.band_params)  # fmt: skip
     assert sigma == pytest.approx(expected)
     band = result["interval"]
     assert band["method"].startswith(volatility.LABELS[table.band_method])

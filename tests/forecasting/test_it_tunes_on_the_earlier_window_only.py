@@ -34,6 +34,7 @@ def test_changing_the_test_window_changes_no_tuned_choice(series):
     # The band is chosen on the tune windows: same tune figures, same choice, same reason.
     assert after["bands"]["tune"] == before["bands"]["tune"]
     assert after["bands"]["stretch"] == before["bands"]["stretch"]
+    assert after["bands"]["params"] == before["bands"]["params"]  # each reversion φ
     assert (after["bands"]["winner"], after["bands"]["verdict"]) == (
         before["bands"]["winner"],
         before["bands"]["verdict"],
