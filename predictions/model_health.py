@@ -5,9 +5,10 @@ Each scoring run looks again at the symbol's models (`evaluate`): one scored ste
 market day (step 1 of the shortest horizon recorded, so steps do not overlap), each
 model's absolute log error against the median of the others' on the same day, in units of
 that day's σ (`predictions.forecasting.health`). σ is read from the band the forecast of
-record served: half the log width of its step 1, `log(upper[0] / lower[0]) / 2`. An alarm
-demotes the model: from then on `demoted(symbol)` names it with the reason, and the
-combiner gives it no weight.
+record served: half the log width of its step 1, `log(upper[0] / lower[0]) / 2`, divided
+by the half-widths per σ of the served band (the calibrated stretch q of a volatility band,
+`path * exp(+-q σ)`), since the detector's null is in σ. An alarm demotes the model: from
+then on `demoted(symbol)` names it with the reason, and the combiner gives it no weight.
 
 The band is watched apart, as the row `BAND` of the symbol: a day counts as a miss when the
 realized price fell outside the band of its forecast of record. Its alarm (state
@@ -24,6 +25,7 @@ from typing import Any
 
 from django.utils import timezone
 
+from predictions.forecasting.calibration import load_calibration
 from predictions.forecasting.health import (
     BAND_MARGIN,
     NULL_MEAN,
@@ -42,6 +44,7 @@ log = logging.getLogger(__name__)
 WINDOW_DAYS = 400  # scored days the test looks back over
 BAND = "band"  # the row of a symbol that watches its band, not a model
 BAND_OFF = "band off"  # that row's state after its alarm
+NORMAL_80 = 1.2816  # half-widths per σ of a normal 80 % band: for a band without a stretch
 
 
 class Days:
@@ -84,13 +87,23 @@ def daily_errors(symbol: str) -> Days:
             id__in={record_of[d] for d in out.days}
         ).values_list("id", "lower", "upper", "level")
     }
+    per_sigma = half_widths_per_sigma()
     for day in out.days:
         lower, upper, level = bands.get(record_of[day], (None, None, None))
-        out.sigmas[day] = band_sigma(lower, upper)
-        if out.sigmas[day] is not None and lower and upper:
+        half_width = band_sigma(lower, upper)
+        out.sigmas[day] = None if half_width is None else half_width / per_sigma
+        if half_width is not None and lower and upper:
             out.misses[day] = not float(lower[0]) <= realized[day] <= float(upper[0])
             out.level = float(level or out.level)
     return out
+
+
+def half_widths_per_sigma() -> float:
+    """The served band's step-1 half-width in units of the 1-day σ it was built from: the
+    calibrated stretch of a volatility band, else a normal 80 % band's z."""
+    calibration = load_calibration()
+    stretch = calibration.band_stretch(1) if calibration.band_method != "residual" else None
+    return stretch if stretch is not None and stretch > 0 else NORMAL_80
 
 
 def evaluate(symbol: str) -> list[str]:

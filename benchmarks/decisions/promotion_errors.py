@@ -153,7 +153,7 @@ def run(symbols: Sequence[str] = SYMBOLS, models: Sequence[str] = MODELS) -> dic
             for label, s in (spreads.items() if scales else [("fixed", 0.0)])
         }
     nulls["real pairs, real order, less their mean"] = {
-        "real": _summary(real_trials(pairs, 0.0), "promote")
+        "own": _summary(real_trials(pairs, 0.0), "promote")
     }
     power: dict[str, Any] = {}
     for delta in DELTAS:
@@ -164,7 +164,7 @@ def run(symbols: Sequence[str] = SYMBOLS, models: Sequence[str] = MODELS) -> dic
                 label: _summary(simulated(make, rng, POWER_WINDOWS, s, delta), "promote")
                 for label, s in spreads.items()
             }
-        row["real pairs"] = {"real": _summary(real_trials(pairs, delta), "promote")}
+        row["real pairs"] = {"own": _summary(real_trials(pairs, delta), "promote")}
         power[str(delta)] = row
     refits = refit_trials(symbols, models)
     return {
@@ -444,7 +444,9 @@ def markdown(result: dict[str, Any]) -> str:
 
 
 def _spread(label: str, spreads: dict[str, float]) -> str:
-    return "as written" if label == "fixed" else f"{spreads[label]:.3g}"
+    if label in ("fixed", "own"):
+        return {"fixed": "as written", "own": "their own"}[label]
+    return f"{spreads[label]:.3g}"
 
 
 def _pct(value: float | None) -> str:
