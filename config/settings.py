@@ -220,9 +220,10 @@ REGISTRY_KEEP_GENERATIONS = env_int("REGISTRY_KEEP_GENERATIONS", 3, minimum=1)
 GLOBAL_MODEL_FINE_TUNE_DAYS = env_int("GLOBAL_MODEL_FINE_TUNE_DAYS", 7, minimum=1)
 # Fine-tunes in a row before the pooled network is trained from scratch again.
 GLOBAL_MODEL_MAX_FINE_TUNES = env_int("GLOBAL_MODEL_MAX_FINE_TUNES", 3, minimum=0)
-# Cross-request batching of the global model's forward passes in a worker process
-# (predictions/forecasting/batching.py): the latency objective AIMD sizes batches under.
-# 0 turns batching off (each request its own forward pass).
+# Batching of the deep models' forward passes in a worker (predictions/deep_batching.py,
+# predictions/forecasting/batching.py): the latency objective AIMD sizes batches under.
+# 0 turns batching off (each request its own forward pass). A model stage waits on a
+# forward pass at most TASK_SOFT_TIME_LIMIT seconds.
 DEEP_BATCH_OBJECTIVE_MS = env_float("DEEP_BATCH_OBJECTIVE_MS", 100.0, minimum=0.0)
 # How long a batch may wait to fill before it leaves (never past the objective). 0: a batch
 # is what queued while the one before ran, so a quiet worker answers at once.

@@ -16,7 +16,6 @@ other model's.
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from datetime import date
@@ -25,7 +24,7 @@ from typing import Any
 import numpy as np
 from django.conf import settings
 
-from predictions import event_metrics, generations, model_registry
+from predictions import generations, model_registry
 from predictions.forecasting import batching
 from predictions.forecasting.global_lstm import (
     GlobalNetwork,
@@ -183,28 +182,21 @@ def serving_network() -> GlobalNetwork:
 
 
 def _batched(network: GlobalNetwork, x: np.ndarray) -> np.ndarray:
-    """One forward pass shared with whatever other requests this process serves now."""
-    device = "gpu" if os.environ.get("WORKER_HAS_GPU") == "1" else "cpu"
-    objective_s = settings.DEEP_BATCH_OBJECTIVE_MS / 1000
+    """One forward pass shared with whatever other requests this process serves now (the
+    worker's batching, predictions.deep_batching)."""
+    run = batching.padded_to_powers_of_two(network.predict_scaled)
 
-    def make_run() -> batching.RunBatch:
-        run = batching.padded_to_powers_of_two(network.predict_scaled)
+    def warm() -> None:
         batching.warm(run, x[0])  # every batch shape traced before the first batch
-        return run
 
-    def count(record: batching.BatchRecord) -> None:
-        event_metrics.count_batch(device, record.requests, record.rows, record.met)
-
-    key = f"{MODEL}:{network.digest[:16]}:{device}"
-    max_wait_s = settings.DEEP_BATCH_MAX_WAIT_MS / 1000
-    return batching.shared(key, make_run, objective_s, count, max_wait_s)(x)
+    return batching.shared(f"{MODEL}:{network.digest[:16]}", warm)(x, run=run)
 
 
 def install() -> None:
     """In a worker process: `global_lstm` forecasts with the registry's pooled network, its
-    forward passes batched across the process's requests (DEEP_BATCH_OBJECTIVE_MS > 0)."""
+    forward passes through the process's batcher."""
     set_network_source(serving_network)
-    set_window_predictor(_batched if settings.DEEP_BATCH_OBJECTIVE_MS > 0 else None)
+    set_window_predictor(_batched)
 
 
 def warm_up() -> None:

@@ -15,6 +15,7 @@ import time
 
 from django.conf import settings
 
+from predictions import deep_batching
 from serving.queue_routing import CPU, GPU, IO
 
 log = logging.getLogger(__name__)
@@ -76,6 +77,7 @@ def _warm_models() -> None:
     model_registry.preload_recent_runs()
     price_store.preload_recent()
 
+    deep_batching.install()  # the deep models' forward passes, batched, their wait bounded
     if "global_lstm" in settings.PREDICTION_MODELS:
         from predictions import global_network
 

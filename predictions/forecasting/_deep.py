@@ -1,14 +1,19 @@
 """Shared Keras machinery for the deep forecasters (imports Keras and its backend).
 
 Why: LSTM and TCN differ only in their layers; training, fine-tuning, fast
-prediction and weight serialization are identical. Only this module and the
-model modules built on it may import Keras; the registry reaches them lazily so web
-processes never pay the ~3 s / 0.5 GB import. Nothing here names a backend: what
-differs per backend goes through keras_backend (TensorFlow unless KERAS_BACKEND says).
+prediction and weight serialization are identical. Every forward pass goes through the
+process's adaptive batcher of its network (batching.py): a request's backtest origins in
+one call, and concurrent requests with the same weights (one symbol's generation, in a
+threads-pool worker) in a shared one, each waiting at most the configured bound.
+Only this module and the model modules built on it may import Keras; the registry reaches
+them lazily so web processes never pay the ~3 s / 0.5 GB import. Nothing here names a
+backend: what differs per backend goes through keras_backend (TensorFlow unless
+KERAS_BACKEND says).
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
 from abc import abstractmethod
@@ -21,6 +26,7 @@ keras_backend.require()  # a clear ForecastError, not Keras's, when KERAS_BACKEN
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
+from . import batching  # noqa: E402
 from ._windows import (  # noqa: E402
     Scaling,
     fit_scaling,
@@ -46,6 +52,7 @@ def _seed_everything(seed: int) -> None:
 
 # Params that change the network or its optimizer; the others only change how long it trains.
 _TRAINING_ONLY = frozenset({"epochs", "fine_tune_epochs", "train_points"})
+TRACED_ROWS = 2048  # batch shapes traced before a network's first forward pass
 
 
 class _SharedNetwork:
@@ -56,8 +63,9 @@ class _SharedNetwork:
     keep their own weights as arrays and load them here before training or predicting.
     """
 
-    def __init__(self, model: keras.Model, learning_rate: float) -> None:
+    def __init__(self, model: keras.Model, learning_rate: float, key: str = "") -> None:
         self.model = model
+        self.key = key  # the architecture's name: its batcher's too
         model.compile(optimizer=keras.optimizers.Adam(learning_rate=learning_rate), loss="mse")
         model.optimizer.build(model.trainable_variables)
         self._fresh_optimizer = [np.array(v.numpy()) for v in model.optimizer.variables]
@@ -77,6 +85,25 @@ class _SharedNetwork:
             self.model.optimizer.variables, self._fresh_optimizer, strict=True
         ):
             variable.assign(fresh)
+
+    def batcher(self) -> batching.AdaptiveBatcher:
+        """The process's batcher of this network's forward passes, made on first use after
+        the padded batch shapes up to TRACED_ROWS are traced (no retrace in the middle of a
+        request; a larger batch, rare for one symbol's requests, traces on its first use)."""
+        return batching.shared(self.key, self._trace_shapes)
+
+    def _trace_shapes(self) -> None:
+        window = tuple(self.model.input_shape[1:])
+        with self.lock:
+            batching.warm(self.model.predict_on_batch, np.zeros(window, np.float32), TRACED_ROWS)
+
+
+def _digest(weights: list[np.ndarray]) -> str:
+    """Which weights these are: requests with equal weights may share a forward pass."""
+    hasher = hashlib.sha256()
+    for weight in weights:
+        hasher.update(np.ascontiguousarray(weight, np.float32).tobytes())
+    return hasher.hexdigest()
 
 
 _NETWORKS: dict[str, _SharedNetwork] = {}
@@ -108,6 +135,7 @@ class DeepForecaster(Forecaster):
             raise ForecastError(f"{self.name} train_points must be at least {self.min_history}")
         self._weights: list[np.ndarray] = []
         self._token = object()
+        self._digest = ""
         self._scaling: Scaling | None = None
 
     @abstractmethod
@@ -118,7 +146,7 @@ class DeepForecaster(Forecaster):
         arch = {k: v for k, v in self.params.items() if k not in _TRAINING_ONLY}
         key = f"{self.name}:{json.dumps(arch, sort_keys=True)}"
         if key not in _NETWORKS:
-            _NETWORKS[key] = _SharedNetwork(self.build(), float(self.params["learning_rate"]))
+            _NETWORKS[key] = _SharedNetwork(self.build(), float(self.params["learning_rate"]), key)
         return _NETWORKS[key]
 
     def _train(self, prices: np.ndarray, epochs: int, start: list[np.ndarray], seed: int) -> None:
@@ -142,6 +170,7 @@ class DeepForecaster(Forecaster):
             self._weights = network.model.get_weights()
             self._token = object()
             network.owner = self._token
+        self._digest = _digest(self._weights)
 
     def _fit(self, prices: np.ndarray) -> None:
         recent = prices[-int(self.params["train_points"]) :]
@@ -155,26 +184,33 @@ class DeepForecaster(Forecaster):
         # Keep the original scaling so the learned weights keep their meaning.
         self._train(prices, int(self.params["fine_tune_epochs"]), self._weights, self.seed + 1)
 
+    def _forward(self, x: np.ndarray) -> np.ndarray:
+        """Standardised outputs for windows (n, window, 1): one forward pass of this
+        network's batcher, shared with queued requests of the same weights."""
+        network = self._network()
+        weights, token = self._weights, self._token
+
+        def run(rows: np.ndarray) -> np.ndarray:
+            with network.lock:
+                network.load(weights, token)
+                # predict_on_batch skips model.predict()'s per-call data pipeline
+                # (docs/benchmarks.md).
+                return np.asarray(network.model.predict_on_batch(rows))
+
+        padded = batching.padded_to_powers_of_two(run)
+        return network.batcher()(x, group=self._digest, run=padded)
+
     def _predict_cum_log_returns(self, prices: np.ndarray, horizon: int) -> np.ndarray:
         assert self._scaling is not None
         x = latest_window(prices, int(self.params["window"]), self._scaling)
-        network = self._network()
-        with network.lock:
-            network.load(self._weights, self._token)
-            # predict_on_batch skips model.predict()'s per-call data pipeline (docs/benchmarks.md).
-            y_scaled = np.asarray(network.model.predict_on_batch(x))[0]
-        return unscale_targets(y_scaled, self._scaling)[:horizon]
+        return unscale_targets(self._forward(x)[0], self._scaling)[:horizon]
 
     def _predict_cum_log_returns_batch(
         self, prices: np.ndarray, origins: np.ndarray, horizon: int
     ) -> np.ndarray:
         assert self._scaling is not None
         x = windows_at(prices, origins, int(self.params["window"]), self._scaling)
-        network = self._network()
-        with network.lock:
-            network.load(self._weights, self._token)
-            y_scaled = np.asarray(network.model.predict_on_batch(x))
-        return unscale_targets(y_scaled, self._scaling)[:, :horizon]
+        return unscale_targets(self._forward(x), self._scaling)[:, :horizon]
 
     def _arrays(self) -> dict[str, np.ndarray]:
         assert self._scaling is not None
@@ -194,3 +230,4 @@ class DeepForecaster(Forecaster):
             if not np.all(np.isfinite(got)):
                 raise ValueError(f"weight {i} is not finite")
         self._weights, self._token, self._scaling = weights, object(), scaling
+        self._digest = _digest(weights)

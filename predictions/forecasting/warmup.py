@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import time
 
-import numpy as np
-
 from . import keras_backend
 from .catalog import MODEL_NAMES, get_spec
 from .lstm import LSTMForecaster
@@ -20,7 +18,8 @@ from .tcn import TCNForecaster
 
 
 def warm_up_tensorflow(intra_op_threads: int | None = None) -> float:
-    """Run each deep model's network once, for one origin and for a batch; seconds taken.
+    """Make each deep model's batcher, its network run once per padded batch shape (one
+    origin, a backtest's origins, requests batched together); seconds taken.
 
     ``intra_op_threads`` (e.g. 1 when several worker children share two cores) only
     applies before the backend's runtime starts (keras_backend.set_threads).
@@ -29,12 +28,7 @@ def warm_up_tensorflow(intra_op_threads: int | None = None) -> float:
     if intra_op_threads is not None:
         keras_backend.set_threads(int(intra_op_threads))
     for cls in (LSTMForecaster, TCNForecaster):
-        network = cls()._network()  # the same network the default-params models will use
-        with network.lock:
-            window = int(cls.default_params["window"])
-            network.model.predict_on_batch(np.zeros((1, window, 1), np.float32))
-            # A batch of backtest origins has another shape: trace it now, not on a request.
-            network.model.predict_on_batch(np.zeros((2, window, 1), np.float32))
+        cls()._network().batcher()  # the network the default-params models will use
     return time.perf_counter() - start
 
 

@@ -1,6 +1,7 @@
-"""A worker with a threads pool serves concurrent cold requests for the global model with
-fewer forward passes than the requests asked for: their windows share calls (the batcher
-of `predictions.global_network`), and every request is done with its own forecast."""
+"""A worker with a threads pool serves concurrent requests for one symbol's LSTM with fewer
+forward passes than the requests asked for: each loads the symbol's serving generation,
+so their windows (a backtest's origins, the forecast's) share calls through the network's
+batcher, and every request is done with its own forecast."""
 
 from __future__ import annotations
 
@@ -10,22 +11,22 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from predictions import global_network
 from serving import queue_routing
 from tests.support.api import URL, wait_until_final
 from tests.support.processes import sole_worker
 from tests.support.waiting import eventually
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration]
-MODELS = ["naive", "global_lstm"]
-SYMBOLS = ("AAPL", "GOOG", "IBM", "MSFT", "^GSPC", "^IXIC")
+MODELS = ["naive", "lstm"]
+SYMBOL = "AAPL"
+HORIZONS = (2, 3, 4, 5, 6, 7)  # distinct questions: none joins another
 ENV = {
     "PREDICTION_MODELS": ",".join(MODELS),
     "PRECOMPUTE_SYMBOLS": "",
     "WORKER_POOL": "threads",
     # A batch waits up to 15 s to fill (never past the 60 s objective), so requests whose
     # model tasks start within those seconds of each other share their forward passes: on
-    # a loaded machine six cold requests' model tasks started more than 3 s apart (a CI run
+    # a loaded machine six requests' model tasks started more than 3 s apart (a CI run
     # read 13 passes in 13 calls with a 3 s wait). The answer's own objective is above it.
     "DEEP_BATCH_OBJECTIVE_MS": "60000",
     "DEEP_BATCH_MAX_WAIT_MS": "15000",
@@ -36,10 +37,9 @@ QUEUES = f"{queue_routing.IO},{queue_routing.CPU}"
 
 @pytest.fixture
 def threads_worker(celery_worker: str, settings) -> Iterator[str]:
-    """A small pooled network in the registry, then a threads-pool worker of 8 threads
-    that runs every stage (the suite's worker stops consuming meanwhile)."""
+    """A threads-pool worker of 8 threads that runs every stage (the suite's worker stops
+    consuming meanwhile)."""
     settings.PREDICTION_MODELS = MODELS
-    global_network.train(worker="test", epochs=1, train_points=300)
     with sole_worker("threads", QUEUES, celery_worker, concurrency=8, extra_env=ENV) as name:
         yield name
 
@@ -61,21 +61,36 @@ def batch_counts(client: Any) -> tuple[float, float]:
     return asked, calls
 
 
-def test_concurrent_cold_requests_share_forward_passes(threads_worker, staff_api_client, client):
+def lstm_of(api_client: Any, prediction_id: str) -> dict[str, Any]:
+    prediction = wait_until_final(api_client, prediction_id)
+    assert prediction["status"] == "done", prediction.get("error")
+    models = {m["model"]: m for m in prediction["result"]["models"]}
+    assert models["lstm"]["ok"], models["lstm"]
+    return models["lstm"]
+
+
+def test_concurrent_requests_for_one_symbol_share_forward_passes(
+    threads_worker, staff_api_client, client
+):
     api_client = staff_api_client
-    body = {"horizon": 5, "use_cache": False, "warm_start": False}
+    body = {"symbol": SYMBOL, "use_cache": False}
+    first = api_client.post(URL, {**body, "horizon": 1}, format="json")
+    assert first.status_code == 202, first.content
+    trained = lstm_of(api_client, first.json()["id"])["registry"]["generation"]
+    eventually(lambda: batch_counts(client)[0] >= 2, 10, "the first request's batch counts")
+    asked_before, calls_before = batch_counts(client)
+
     ids = []
-    for symbol in SYMBOLS:
-        response = api_client.post(URL, {**body, "symbol": symbol}, format="json")
+    for horizon in HORIZONS:
+        response = api_client.post(URL, {**body, "horizon": horizon}, format="json")
         assert response.status_code == 202, response.content
         ids.append(response.json()["id"])
+    served = [lstm_of(api_client, prediction_id) for prediction_id in ids]
 
-    for prediction_id in ids:
-        prediction = wait_until_final(api_client, prediction_id)
-        assert prediction["status"] == "done", prediction.get("error")
-        models = {m["model"]: m for m in prediction["result"]["models"]}
-        assert models["global_lstm"]["ok"], models["global_lstm"]
-
-    eventually(lambda: batch_counts(client)[0] >= 2 * len(SYMBOLS), 10, "the batch counts")
+    assert {run["registry"]["generation"] for run in served} == {trained}
+    eventually(
+        lambda: batch_counts(client)[0] >= asked_before + 2 * len(HORIZONS), 10, "the counts"
+    )
     asked, calls = batch_counts(client)
+    asked, calls = asked - asked_before, calls - calls_before
     assert 0 < calls < asked, f"{asked:.0f} forward passes asked for in {calls:.0f} calls"
