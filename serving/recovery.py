@@ -122,20 +122,20 @@ WAITING, RESTORED, REDISPATCHED, FAILED = "waiting", "restored", "redispatched",
 
 
 def _recover(request: PredictionRequest, current: str, quiet: float, look: _Look) -> str:
-    """What the sweeper did for a quiet request: nothing (WAITING), put its delivered
-    messages back (RESTORED), dispatched it again (REDISPATCHED) or gave up (FAILED)."""
+    """What the sweeper did for a quiet request: nothing (WAITING), put delivered messages
+    of it back (RESTORED), dispatched it again (REDISPATCHED) or gave up (FAILED)."""
     if request.dispatch_epoch and request.dispatch_epoch != current:
         return _dispatch_again(request, current, LOST_WITH_REDIS)
     if not request.dispatch_task_id:  # its messages cannot be told: it waits for its deadline
         return WAITING
     messages = look.messages(request.dispatch_task_id)
-    if any(message.queued for message in messages):
+    if any(not message.queued for message in messages) and _restore(request, messages, look):
+        return RESTORED
+    if messages:
         return WAITING
     holdings = look.holdings()
-    if _held(request, messages, holdings) or not holdings.complete:
+    if holdings.by_request(str(request.id)) or not holdings.complete:
         return WAITING  # held by a live worker, or a worker that did not answer might be
-    if messages:
-        return _restore(request, messages, holdings)
     if broker_messages.find([request.dispatch_task_id]):  # delivered or sent meanwhile
         return WAITING
     reason = f"no message of it in the broker, no live worker holding one, quiet {quiet:.0f} s"
@@ -151,12 +151,18 @@ def _held(request: PredictionRequest, messages: list[Message], holdings: Holding
     return list(mine.values())
 
 
-def _restore(request: PredictionRequest, messages: list[Message], holdings: Holdings) -> str:
-    """Put back the request's delivered messages that no live worker holds."""
+def _restore(request: PredictionRequest, messages: list[Message], look: _Look) -> bool:
+    """Put back the request's delivered messages that no live worker holds (True), when
+    every live worker answered and the messages were delivered before it did."""
+    holdings = look.holdings()
+    if not holdings.complete:
+        return False
     settled = holdings.taken_at - DELIVERY_GRACE_SECONDS
-    orphans = [m for m in messages if m.delivered_at is not None and m.delivered_at < settled]
-    if not orphans:
-        return WAITING
+    orphans = [
+        m for m in messages
+        if not m.queued and m.task_id not in holdings.tasks
+        and m.delivered_at is not None and m.delivered_at < settled
+    ]  # fmt: skip
     for message in orphans:
         broker_messages.restore(message)
         log.warning(
@@ -164,8 +170,9 @@ def _restore(request: PredictionRequest, messages: list[Message], holdings: Hold
             "died or dropped it): put back in its queue", request.id, message.task,
             message.task_id,
         )  # fmt: skip
-    _count(RESTORED, len(orphans))
-    return RESTORED
+    if orphans:
+        _count(RESTORED, len(orphans))
+    return bool(orphans)
 
 
 def _dispatch_again(request: PredictionRequest, current: str, reason: str) -> str:
