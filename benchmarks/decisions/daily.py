@@ -89,8 +89,9 @@ def compute_daily_errors(
             raise ValueError(f"{name} could not forecast {symbol}: {run.error}")
         errors[name] = run.cum_log[:, 0] - realized
     vol_method = method or served_volatility_method()
+    params = load_calibration().band_params if vol_method == load_calibration().band_method else {}
     refits = range(start, len(prices), VOL_REFIT_EVERY)
-    variance = volatility.horizon_variance(prices, vol_method, 1, refit_origins=refits, bars=bars)
+    variance = volatility.horizon_variance(prices, vol_method, 1, refits, bars, params)
     scale = np.sqrt(variance[origins - 1])  # v[o - 1]: after origin o, from prices[:o]
     return DailyErrors(symbol, np.asarray(dates, "datetime64[D]")[origins], scale, errors)
 
