@@ -242,6 +242,9 @@ def _count(what: str, n: int = 1) -> None:
         log.warning("sweeper: could not count %s", what)
 
 
+# How a header task that reached a worker after its expiry (the request's deadline) reads
+# in a broken chord's error.
+EXPIRED = "TaskRevokedError('expired')"
 # How a store's failure reads in a broken chord's error (redis-py's and kombu's exceptions,
 # as Celery's ChordError names them): the request is recovered, not failed.
 STORE_TROUBLE = ("ConnectionError", "BusyLoadingError", "TimeoutError", "OperationalError")
@@ -253,17 +256,24 @@ def broken_by_the_store(exc: BaseException) -> bool:
     return any(name in text for name in STORE_TROUBLE)
 
 
-def leave_to_sweeper(request: PredictionRequest, reason: str) -> bool:
-    """A chord that broke on the store never calls back: the sweeper dispatches the request
-    again once its first copy has no message left (other header tasks, the objective's
-    task) and it is quiet (True). False when it cannot be (final, past its deadline, out
-    of attempts): the caller fails it."""
-    if request.is_final or request.deadline <= timezone.now():
-        return False
-    if request.attempts >= settings.PREDICTION_ATTEMPTS:
-        return False
-    log.warning(
-        "request %s: %s; the sweeper dispatches it again once its first copy has no "
-        "message left", request.id, reason,
-    )  # fmt: skip
-    return True
+def chord_broke(request: PredictionRequest, exc: BaseException) -> str:
+    """What a chord's errback does with its request: "" when the sweeper takes it, else the
+    reason to fail it with now. A chord never calls back once it broke, so:
+
+    * a header task that expired reached a worker after the request's deadline: the sweeper
+      fails it saying where it waited;
+    * a store that went away under the chord (Redis restarted or still loading): the sweeper
+      dispatches it again once its first copy has no message left (other header tasks, the
+      objective's task) and it is quiet, within its deadline and PREDICTION_ATTEMPTS;
+    * anything else is a bug, and fails it."""
+    if request.is_final or EXPIRED in str(exc):
+        return ""
+    if broken_by_the_store(exc) and request.deadline <= timezone.now():
+        return ""  # the sweeper fails it at its deadline
+    if broken_by_the_store(exc) and request.attempts < settings.PREDICTION_ATTEMPTS:
+        log.warning(
+            "request %s: its chord broke on the store (%r); the sweeper dispatches it again "
+            "once its first copy has no message left", request.id, exc,
+        )  # fmt: skip
+        return ""
+    return f"The pipeline failed unexpectedly: {exc!r}"

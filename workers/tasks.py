@@ -118,15 +118,15 @@ def combine_at_objective(
 @shared_task(name="workers.tasks.chord_failed")
 def chord_failed(task_request: Any, exc: Exception, traceback: Any, request_id: str) -> None:
     """Errback of the chord: header tasks report their own errors, so only bugs get here,
-    and a store that went away under the chord (Redis restarted, or still loading its
-    append-only file): the sweeper dispatches that request again, within its deadline."""
+    a store that went away under the chord (Redis restarted, or still loading its
+    append-only file) and a header task expired at the deadline: the sweeper sees to
+    those (`serving.recovery.chord_broke`)."""
     request = PredictionRequest.objects.filter(id=request_id).first()
     if request is None:
         return
-    reason = f"its chord broke on the store ({exc!r})"[:300]
-    if recovery.broken_by_the_store(exc) and recovery.leave_to_sweeper(request, reason):
-        return
-    final.fail(request, f"The pipeline failed unexpectedly: {exc!r}")
+    reason = recovery.chord_broke(request, exc)
+    if reason:
+        final.fail(request, reason)
 
 
 @shared_task(bind=True, name="workers.tasks.run_centralized", ignore_result=True)
