@@ -41,16 +41,7 @@ from benchmarks.evaluation.nested import (
     run_models,
     seen_until,
 )
-from benchmarks.evaluation.pooled_folds import NAME as GLOBAL
-from benchmarks.evaluation.pooled_folds import (
-    PooledFolds,
-    cutoffs,
-    describe,
-    global_out_of_sample,
-    verdict,
-)
 from benchmarks.evaluation.runs import SymbolRuns
-from benchmarks.evaluation.walkforward import plan_windows
 from predictions.forecasting.calibration import TABLE_PATH
 from predictions.forecasting.catalog import DEFAULT_MODELS, MODEL_NAMES, get_spec
 from predictions.forecasting.range_variance import Bars
@@ -155,48 +146,14 @@ def evaluated_part(history: PriceHistory, held_out: int = HELD_OUT_BARS) -> Pric
     return history.through(history.dates[keep - 1].item())
 
 
-def _symbol_runs(
-    symbol: str, history: PriceHistory, args: argparse.Namespace, folds: PooledFolds | None
-) -> SymbolRuns:
+def _symbol_runs(symbol: str, history: PriceHistory, args: argparse.Namespace) -> SymbolRuns:
     bars = Bars(history.open, history.high, history.low, history.close, history.adj_close)
-    per_symbol = [m for m in args.models if m != GLOBAL]
     runs = run_models(
-        symbol, history.adj_close, per_symbol, seed=args.seed, dates=history.dates, bars=bars
+        symbol, history.adj_close, args.models, seed=args.seed, dates=history.dates, bars=bars
     )
-    if folds is not None:
-        steps = runs.runs[0].cum_log.shape[1]
-        runs.runs.append(
-            global_out_of_sample(history.adj_close, history.dates, runs.windows, steps, folds)
-        )
     # Scored beside the others; only the served ensemble is replayed and calibrated.
     runs.scored_only = frozenset(args.models) - set(DEFAULT_MODELS)
     return runs
-
-
-def _pooled_folds(args: argparse.Namespace) -> PooledFolds:
-    """The global model's networks, one per block cut-off of the evaluated symbols, each
-    trained on every sample symbol's evaluated bars dated before it (the held-out year of
-    every symbol stays unloaded, as for the other models)."""
-    pool = {}
-    for symbol in SAMPLE_SYMBOLS:
-        part = evaluated_part(load_sample(symbol))
-        if part is not None:
-            pool[symbol] = (part.dates, part.adj_close)
-    folds = PooledFolds(pool, seed=args.seed)
-    wanted = [
-        cut
-        for symbol in args.symbols
-        if symbol in pool
-        for cut in cutoffs(pool[symbol][0], plan_windows(len(pool[symbol][1])))
-    ]
-    folds.prepare(wanted)
-    made = folds.summary()
-    print(
-        f"{GLOBAL}: {made['networks']} pooled networks ({made['trained']} trained, "
-        f"{made['fine_tuned']} fine-tuned) on {len(pool)} symbols in {made['train_seconds']} s",
-        flush=True,
-    )
-    return folds
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
@@ -210,7 +167,6 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         from predictions.forecasting.warmup import warm_up_models  # TensorFlow only if needed
 
         warm_up_models(args.models)
-    folds = _pooled_folds(args) if GLOBAL in args.models else None
     series = []
     skipped = {}
     for symbol in args.symbols:
@@ -224,15 +180,10 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
             print(f"{symbol}: skipped ({skipped[symbol]})", flush=True)
             continue
         t0 = time.monotonic()
-        series.append(_symbol_runs(symbol, history, args, folds))
+        series.append(_symbol_runs(symbol, history, args))
         print(f"{symbol}: models ran in {time.monotonic() - t0:.0f} s", flush=True)
     report = evaluate(series, tuple(args.horizons), seed=args.seed)
     report["held_out"] = {"bars": HELD_OUT_BARS, "skipped": skipped}
-    if folds is not None:
-        report["global_model"] = {
-            **folds.summary(),
-            "verdict": verdict(series, tuple(args.horizons), seed=args.seed),
-        }
     elapsed = time.monotonic() - started
     report["run"] = {
         "command": "make evaluate"
@@ -264,8 +215,6 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         json.dumps(scorecard, indent=1) + "\n", encoding="utf-8"
     )
     print(evaluation_report.summary(report))
-    if folds is not None:
-        print(describe(report["global_model"]["verdict"]))
     print(f"wrote {args.out} in {elapsed:.0f} s; the service is unchanged", end="")
     print(" (make adopt-evaluation takes this run)" if args.full else " (a partial run)")
     return report

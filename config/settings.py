@@ -215,11 +215,6 @@ X_TIMEOUT = env_float("X_TIMEOUT", 5.0, minimum=0.1)
 SENTIMENT_MAX_ADJUST = env_float("SENTIMENT_MAX_ADJUST", 0.01, minimum=0.0)
 MODEL_SEED = env_int("MODEL_SEED", 0)
 REGISTRY_KEEP_GENERATIONS = env_int("REGISTRY_KEEP_GENERATIONS", 3, minimum=1)
-# The global model (predictions/global_network.py): its pooled network learns new bars at
-# most once per this many calendar days (each time is seconds of a worker's CPU).
-GLOBAL_MODEL_FINE_TUNE_DAYS = env_int("GLOBAL_MODEL_FINE_TUNE_DAYS", 7, minimum=1)
-# Fine-tunes in a row before the pooled network is trained from scratch again.
-GLOBAL_MODEL_MAX_FINE_TUNES = env_int("GLOBAL_MODEL_MAX_FINE_TUNES", 3, minimum=0)
 # Batching of the deep models' forward passes in a worker (predictions/deep_batching.py,
 # predictions/forecasting/batching.py): the latency objective AIMD sizes batches under.
 # 0 turns batching off (each request its own forward pass). A model stage waits on a

@@ -7,9 +7,6 @@ import re
 # Letters, digits and the few separators tickers use (BRK-B, BRK.B, EURUSD=X), with an
 # optional leading caret for indices (^GSPC).
 SYMBOL_PATTERN = re.compile(r"^\^?[A-Z0-9][A-Z0-9.\-=]{0,11}$")
-# The registry's symbol for a network every symbol shares (predictions/global_network.py):
-# never a ticker, so no request can name it; the operator's `manage.py generations` can.
-POOLED = "*"
 
 
 class InvalidSymbol(ValueError):

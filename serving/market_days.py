@@ -30,7 +30,6 @@ from serving.queue_routing import SCORING
 log = logging.getLogger(__name__)
 SEEN_KEY = "stockserve:clock:seen"
 SCORE_FORECASTS = "workers.market.score_forecasts"
-FINE_TUNE_GLOBAL = "workers.market.fine_tune_global_model"
 
 
 def market_today() -> date:
@@ -61,8 +60,6 @@ def on_new_day(day: str) -> None:
     answer_cache.supersede_all(version, keep=in_flight, grace=settings.PREDICTION_TIMEOUT)
     announce_bars(day)
     current_app.send_task(SCORE_FORECASTS, queue=SCORING)
-    if "global_lstm" in settings.PREDICTION_MODELS:  # the pooled network learns the new bars
-        current_app.send_task(FINE_TUNE_GLOBAL, queue=SCORING)
     log.info("market day %s", day)
 
 

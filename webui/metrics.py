@@ -106,7 +106,7 @@ class StockserveCollector(Collector):
     def _batches(snap: event_metrics.Snapshot) -> Iterator[Metric]:
         rows = HistogramMetricFamily(
             "stockserve_model_batch_rows",
-            "Windows per forward pass of a worker's batcher (the global model's inference, "
+            "Windows per forward pass of a worker's batcher (the deep models' inference, "
             "batched across requests), by device.",
             labels=["device"],
         )

@@ -27,7 +27,6 @@ log = logging.getLogger(__name__)
 FOLLOW_CLOCK = "workers.market.follow_clock"
 HEALTH = gate.Client("health", admitted=False, precomputed=True)
 SCORE_FORECASTS = market_days.SCORE_FORECASTS
-FINE_TUNE_GLOBAL = market_days.FINE_TUNE_GLOBAL
 
 
 @shared_task(name=FOLLOW_CLOCK, ignore_result=True)
@@ -79,13 +78,3 @@ def retrain(symbol: str, demoted: str) -> None:
     )
     outcome = gate.ask(question, HEALTH)
     market_events.publish("demoted", symbol, model=demoted, retrain=type(outcome).__name__)
-
-
-@shared_task(name=FINE_TUNE_GLOBAL, ignore_result=True)
-def fine_tune_global_model() -> dict[str, Any]:
-    """A new market day: the pooled network learns the bars every symbol has by now
-    (`predictions.global_network`; at most once per GLOBAL_MODEL_FINE_TUNE_DAYS)."""
-    from predictions import global_network
-
-    generation = global_network.fine_tune(worker="market day")
-    return {"generation": generation.generation, "mode": generation.mode}

@@ -78,11 +78,6 @@ def _warm_models() -> None:
     price_store.preload_recent()
 
     deep_batching.install()  # the deep models' forward passes, batched, their wait bounded
-    if "global_lstm" in settings.PREDICTION_MODELS:
-        from predictions import global_network
-
-        global_network.install()  # the registry's pooled network, batched across requests
-        global_network.warm_up()
     for name in settings.PREDICTION_MODELS:
         get_model_class(name)  # statsmodels, scikit-learn & co. now, not on the first request
     seconds = warm_up_models(

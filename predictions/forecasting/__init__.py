@@ -3,10 +3,10 @@
 Knows nothing of Django, Celery or HTTP. Modules:
 
 - base: Forecaster contract, ForecastError/StateError, MAX_HORIZON
-- catalog: the models by name (five served by default, global_lstm opt-in), resolved
-  lazily (TensorFlow only when needed)
+- catalog: the models by name, resolved lazily (TensorFlow only when needed)
 - warmup: TensorFlow warmed up in a worker process before its first task
 - naive, ridge, arima: TensorFlow-free models; lstm, tcn (+ _deep, _windows): Keras models
+- batching: every deep forward pass, batched across requests (AIMD), its wait bounded
 - backtest: walk-forward scoring and evaluate_and_forecast() for workers
 - combine: inverse-error ensemble, the band, the sentiment tilt beside it, doubt flag
   (weighting: the weights; calibration: which band serves and its stretch,

@@ -55,21 +55,14 @@ MODEL_SPECS: dict[str, ModelSpec] = {
             True,
             200,
         ),
-        ModelSpec(
-            "global_lstm",
-            "Global LSTM, one network for every symbol (Keras)",
-            "predictions.forecasting.global_lstm.GlobalLSTMForecaster",
-            True,
-            60,
-        ),
     )
 }
 
 MODEL_NAMES: tuple[str, ...] = tuple(MODEL_SPECS)
 BASELINE = "naive"
 # What PREDICTION_MODELS serves unless set (config/settings.py; a test holds them equal):
-# the ensemble `make evaluate` replays and calibrates. The others in the catalog are
-# scored beside it, opt-in (global_lstm).
+# the ensemble `make evaluate` replays and calibrates. A model of the catalog outside it
+# would be scored beside it, opt-in.
 DEFAULT_MODELS: tuple[str, ...] = ("naive", "ridge", "arima", "lstm", "tcn")
 
 

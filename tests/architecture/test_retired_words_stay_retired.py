@@ -48,6 +48,13 @@ RETIRED = [
         EVERYWHERE,
         "their home in serving/",
     ),
+    (
+        r"\bglobal_lstm\b|\bGlobalLSTM|\bGlobalNetwork\b|\bglobal_network\b|forecasting[./]_pooled"
+        r"|from \._pooled\b|\bpooled_folds\b|\btrain_global_model\b|\bfine_tune_global|"
+        r"\bGLOBAL_MODEL_\w+",
+        EVERYWHERE,
+        "nothing: the pooled network is gone (docs/models.md)",
+    ),
 ]
 
 

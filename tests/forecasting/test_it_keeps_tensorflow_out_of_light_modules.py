@@ -18,7 +18,7 @@ LIGHT_MODULES = [
     "predictions.forecasting.ridge",
     "predictions.forecasting.arima",
     "predictions.forecasting._windows",
-    "predictions.forecasting._pooled",
+    "predictions.forecasting.batching",
     "predictions.forecasting.calibration",
     "predictions.forecasting.doubt",
     "predictions.forecasting.weighting",
@@ -64,7 +64,7 @@ def test_it_imports_every_light_module_without_tensorflow():
 def test_it_lists_models_and_resolves_light_classes_without_tensorflow():
     code = """
         from predictions.forecasting.catalog import get_model_class, model_info
-        assert len(model_info()) == 6
+        assert len(model_info()) == 5
         for name in ("naive", "ridge", "arima"):
             get_model_class(name)
     """

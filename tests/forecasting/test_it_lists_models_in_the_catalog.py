@@ -13,13 +13,9 @@ from predictions.forecasting.catalog import (
 
 
 def test_it_offers_the_competing_models():
-    assert MODEL_NAMES == ("naive", "ridge", "arima", "lstm", "tcn", "global_lstm")
+    assert MODEL_NAMES == ("naive", "ridge", "arima", "lstm", "tcn")
     assert [m["name"] for m in model_info()] == list(MODEL_NAMES)
-    assert {m["name"] for m in model_info() if m["benefits_from_gpu"]} == {
-        "lstm",
-        "tcn",
-        "global_lstm",
-    }
+    assert {m["name"] for m in model_info() if m["benefits_from_gpu"]} == {"lstm", "tcn"}
 
 
 @pytest.mark.parametrize("name", MODEL_NAMES)

@@ -1,6 +1,5 @@
 """`manage.py generations SYMBOL` shows which generation of each model serves, which runs
-in shadow, and the changes with their reasons (SYMBOL `*`: the global model's pooled
-network); `... promote SYMBOL MODEL N --reason TEXT`
+in shadow, and the changes with their reasons; `... promote SYMBOL MODEL N --reason TEXT`
 serves generation N; `... rollback SYMBOL MODEL --reason TEXT` serves again the one the
 serving generation replaced. A change is recorded as made by `--by NAME` (default
 "operator")."""
@@ -14,7 +13,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from predictions import generations
 from predictions.redis_required import require_redis
-from predictions.symbols import POOLED, InvalidSymbol, normalize_symbol
+from predictions.symbols import InvalidSymbol, normalize_symbol
 
 MAX_BY = 100
 
@@ -38,7 +37,7 @@ class Command(BaseCommand):
             if action in ("promote", "rollback"):
                 self._change(action, words[1:], reason, by)
                 return
-            symbol = _symbol(action)
+            symbol = normalize_symbol(action)
         except InvalidSymbol as exc:
             raise CommandError(str(exc)) from exc
         body = {"models": generations.state(symbol), "events": generations.history(symbol, 20)}
@@ -54,7 +53,7 @@ class Command(BaseCommand):
             )
         if not reason.strip():
             raise CommandError("Say why with --reason: every change is recorded with it.")
-        symbol, model = _symbol(rest[0]), rest[1]
+        symbol, model = normalize_symbol(rest[0]), rest[1]
         if not by.strip() or len(by) > MAX_BY:
             raise CommandError(f"--by names who decided, in 1 to {MAX_BY} characters.")
         # The name given, never the server's Unix account (anyone reading the trail would
@@ -70,8 +69,3 @@ class Command(BaseCommand):
         except generations.GenerationError as exc:
             raise CommandError(str(exc)) from exc
         self.stdout.write(f"{symbol}/{model}: generation {event.generation} {event.action}")
-
-
-def _symbol(word: str) -> str:
-    """A ticker, or `*`: the global model's pooled network, which no ticker can name."""
-    return POOLED if word == POOLED else normalize_symbol(word)

@@ -7,10 +7,11 @@ process warms up for its queues right after it forks (`workers.process_warmup`) 
 counts itself warm.
 
 `--pool threads` runs the tasks as threads of one process: one copy of each network, and
-the global model's forward passes from concurrent requests batched into one call
-(`predictions.forecasting.batching`). `auto` (the default) picks it for a worker with a
-GPU, whose device one process should hold, and prefork otherwise. Celery's time limits
-do not apply to threads; the request's latency objective and deadline still do.
+the deep models' forward passes from concurrent requests with the same weights batched
+into one call (`predictions.forecasting.batching`). `auto` (the default) picks it for a
+worker with a GPU, whose device one process should hold, and prefork otherwise. Celery's
+time limits do not apply to threads (a model stage waits on a forward pass at most the
+soft time limit); the request's latency objective and deadline still do.
 """
 
 from __future__ import annotations
