@@ -105,14 +105,14 @@ def client_rows(
         )
     cell, met = p95_ratio_cells(quiet, abused)
     enough = [verdict(c["answered"] >= MIN_ANSWERS) for c in (quiet, abused)]
-    refusals = []
+    rq, ra = quiet.get("admission_refusals", 0), abused.get("admission_refusals", 0)
+    how = "POST 429/503" if http else "answered refused"
+    refusals = [[f"{label}: refused at admission ({how}, asked again)", str(rq), str(ra), "0",
+                 verdict(rq == 0), verdict(ra == 0)]]  # fmt: skip
     if http:
-        rq, ra = quiet.get("admission_refusals", 0), abused.get("admission_refusals", 0)
         wq, wa = quiet.get("wait_refusals", 0), abused.get("wait_refusals", 0)
-        refusals = [[f"{label}: refused at admission (POST 429/503, asked again)", str(rq),
-                     str(ra), "0", verdict(rq == 0), verdict(ra == 0)],
-                    [f"{label}: ?wait= polls refused (429/503, polled again)", str(wq), str(wa),
-                     "", "", ""]]  # fmt: skip
+        refusals.append([f"{label}: ?wait= polls refused (429/503, polled again)", str(wq),
+                         str(wa), "", "", ""])  # fmt: skip
     return [
         [f"{label}: answers arrived", answered_cell(quiet), answered_cell(abused), "all",
          arrival_verdict(quiet), arrival_verdict(abused)],
