@@ -260,14 +260,19 @@ def chord_broke(request: PredictionRequest, exc: BaseException) -> str:
     """What a chord's errback does with its request: "" when the sweeper takes it, else the
     reason to fail it with now. A chord never calls back once it broke, so:
 
-    * a header task that expired reached a worker after the request's deadline: the sweeper
-      fails it saying where it waited;
+    * a header task that expired reached a worker only after the request's deadline: the
+      request waited in the queue until then, and fails saying so;
     * a store that went away under the chord (Redis restarted or still loading): the sweeper
       dispatches it again once its first copy has no message left (other header tasks, the
       objective's task) and it is quiet, within its deadline and PREDICTION_ATTEMPTS;
     * anything else is a bug, and fails it."""
-    if request.is_final or EXPIRED in str(exc):
+    if request.is_final:
         return ""
+    if EXPIRED in str(exc):
+        return (
+            f"The request waited in the queue until its deadline "
+            f"({settings.PREDICTION_TIMEOUT} s): a task of it reached a worker only after it."
+        )
     if broken_by_the_store(exc) and request.deadline <= timezone.now():
         return ""  # the sweeper fails it at its deadline
     if broken_by_the_store(exc) and request.attempts < settings.PREDICTION_ATTEMPTS:

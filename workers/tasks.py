@@ -119,8 +119,8 @@ def combine_at_objective(
 def chord_failed(task_request: Any, exc: Exception, traceback: Any, request_id: str) -> None:
     """Errback of the chord: header tasks report their own errors, so only bugs get here,
     a store that went away under the chord (Redis restarted, or still loading its
-    append-only file) and a header task expired at the deadline: the sweeper sees to
-    those (`serving.recovery.chord_broke`)."""
+    append-only file) and a header task expired at the deadline:
+    `serving.recovery.chord_broke` says what becomes of the request."""
     request = PredictionRequest.objects.filter(id=request_id).first()
     if request is None:
         return

@@ -130,8 +130,8 @@ def test_one_request_the_broker_refuses_does_not_stop_the_sweep(monkeypatch):
 
 def test_a_chord_broken_by_a_redis_restart_is_left_to_the_sweeper_a_bug_is_failed(monkeypatch):
     """Its other messages may still be in the broker: dispatching it again now could run two
-    copies, so the sweeper does, once none is left. A header task expired at the deadline
-    is the sweeper's too."""
+    copies, so the sweeper does, once none is left. A header task that expired at the
+    deadline says the request waited in the queue until then."""
     dispatched: list[str] = []
     monkeypatch.setattr(pipeline, "dispatch", lambda request: dispatched.append(str(request.id)))
     loading = make_request(Status.RUNNING, -200)
@@ -157,7 +157,8 @@ def test_a_chord_broken_by_a_redis_restart_is_left_to_the_sweeper_a_bug_is_faile
         None, ChordError("Dependency 5e6f raised TaskRevokedError('expired')"), None, expired.id
     )
     expired.refresh_from_db()
-    assert expired.status == Status.RUNNING  # the sweeper fails it, saying where it waited
+    assert expired.status == Status.FAILED
+    assert expired.error.startswith("The request waited in the queue until its deadline")
 
     PredictionRequest.objects.filter(id__in=[loading.id, gone.id]).update(
         dispatched_at=timezone.now() - timedelta(seconds=120)
