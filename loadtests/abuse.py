@@ -628,8 +628,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         help="one REST question in this many is a fresh run")  # fmt: skip
     parser.add_argument("--rest-in-flight", type=int, default=2,
                         help="the REST client's questions at once (its ?wait= share)")  # fmt: skip
-    parser.add_argument("--queue-in-flight", type=int, default=4,
-                        help="the stream client's questions at once (its share alone)")  # fmt: skip
+    parser.add_argument("--queue-in-flight", type=int, default=2,
+                        help="the stream client's questions at once (its share)")  # fmt: skip
     parser.add_argument("--queue-rate", type=float, default=0.45, help="queue questions per second")
     parser.add_argument("--queue-uncached-every", type=int, default=6,
                         help="one stream question in this many is one of its own")  # fmt: skip
