@@ -1,5 +1,6 @@
-"""The sweeper: dispatch again requests whose pipeline vanished, fail those past deadline,
-and delete finished requests past their retention.
+"""The sweeper: dispatch again requests whose pipeline vanished (no message of it left),
+put back delivered messages no live worker holds, fail requests past their deadline, and
+delete finished requests past their retention.
 
     python manage.py sweep_predictions            # once
     python manage.py sweep_predictions --every 10 # forever, as `make run` runs it
@@ -45,10 +46,10 @@ class Command(BaseCommand):
         while True:
             try:
                 result = sweep()
-                if result.redispatched or result.failed or not every:
+                if result.redispatched or result.restored or result.failed or not every:
                     self.stdout.write(
-                        f"{result.redispatched} dispatched again, {result.failed} failed"
-                        " past their deadline."
+                        f"{result.redispatched} dispatched again, {result.restored} delivered"
+                        f" messages put back, {result.failed} failed past their deadline."
                     )
                 if time.monotonic() >= prune_at:
                     prune_at = time.monotonic() + settings.PREDICTION_PRUNE_SECONDS
