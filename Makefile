@@ -121,7 +121,7 @@ abuse: setup  ## well-behaved clients with and without abusive ones beside them:
 soak: setup  ## 30 minutes of mixed load; each process's memory at the start and the end (goal: < 10 % growth)
 	$(PY) -m loadtests.soak $(SOAK_ARGS)
 
-bench-batching: setup  ## deep-model inference batched against one window per call at a p99 objective; cold predictions with the global model against per-symbol training
+bench-batching: setup  ## the per-symbol LSTM's inference batched against one window per call at a p99 objective
 	$(PY) -m loadtests.bench_batching $(BENCH_BATCHING_ARGS)
 
 bench-models: setup  ## every model on every offline symbol: train, warm start, predict, memory, skill

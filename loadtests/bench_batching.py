@@ -1,22 +1,17 @@
-"""`make bench-batching`: deep-model inference batched across requests, against one window
-per call, at the same p99 objective; then cold predictions with the global model against
-per-symbol training.
+"""`make bench-batching`: a served deep model's inference batched across requests, against
+one window per call, at the same p99 objective.
 
-1. **Inference at an objective.** One process, this machine's CPU, the global model's
-   network. Requests (one window each, drawn from real symbols' windows) arrive open-loop
-   at a fixed rate for a few seconds a step, offered by the one load engine
-   (`loadtests/engine.py`, its jobs calls in this process); the rate climbs ×1.25 until a
-   step's p99 exceeds the objective or the step leaves a backlog. "Unbatched" is today's
-   path: each request its own forward pass, one at a time (the network's lock).
-   "Batched" is the same queue in front of the network with `AdaptiveBatcher`, its size
-   chosen by AIMD.
-   The figure is the highest rate whose step met the objective; the batch sizes AIMD
-   chose over the batched run are printed beside it.
-2. **Cold predictions.** `make run`'s stack twice, each with its own Redis and database:
-   the per-symbol deep model (trained in the request) and the global model (its pooled
-   network trained, or read from `var/global_model/`, while the stack warms up, before it
-   is ready). A cold request (`warm_start: false`, no cached answer) for each offline
-   symbol, p50 and p95.
+One process, this machine's CPU (or GPU), the per-symbol LSTM with the default params,
+trained on one offline symbol: the network and the code path a worker serves it with (the
+network's batcher, each request bringing its weights' group and its forward pass, padded to
+a power of two). Requests (one window each, drawn from real symbols' windows) arrive
+open-loop at a fixed rate for a few seconds a step, offered by the one load engine
+(`loadtests/engine.py`, its jobs calls in this process); the rate climbs ×1.25 until a
+step's p99 exceeds the objective or the step leaves a backlog. "Unbatched" is each request
+its own forward pass, one at a time; "batched" is the same queue with AIMD choosing the
+batch size. The figure is the highest rate whose step met the objective; the batch sizes
+AIMD chose over the batched run are printed beside it. (Cold predictions with the global
+LSTM against per-symbol training were measured here until that model was removed.)
 
 Reports go to stdout and loadtests/reports/bench-batching-<time>.md.
 """
@@ -27,9 +22,7 @@ import argparse
 import asyncio
 import gc
 import json
-import shutil
 import sys
-import tempfile
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -154,42 +147,61 @@ def best_rate(steps: list[Step]) -> float:
 
 def inference(args: argparse.Namespace) -> dict[str, Any]:
     from predictions.forecasting import batching
-    from predictions.forecasting.global_lstm import GlobalNetwork, sample_series
+    from predictions.forecasting.lstm import LSTMForecaster
+    from predictions.prices.sample import load_sample
 
     began = time.perf_counter()
-    network = GlobalNetwork.train(sample_series())
+    model = LSTMForecaster(seed=0)
+    model.fit(load_sample(args.symbol).adj_close[-model.params["train_points"] :])
     trained_s = time.perf_counter() - began
-    print(f"  the pooled network trained in {trained_s:.1f} s", flush=True)
-    window = int(network.params["window"])
+    print(f"  the {args.symbol} LSTM trained in {trained_s:.1f} s", flush=True)
+    network, weights, token = model._network(), model._weights, model._token
+    window = int(model.params["window"])
     windows = _windows(20_000, window)
     objective = args.objective_ms / 1000
-    padded = batching.padded_to_powers_of_two(network.predict_scaled)
+
+    def forward(rows: np.ndarray) -> np.ndarray:
+        """What a worker's batcher runs for this model (DeepForecaster._forward)."""
+        with network.lock:
+            network.load(weights, token)
+            return np.asarray(network.model.predict_on_batch(rows))
+
+    padded = batching.padded_to_powers_of_two(forward)
     batching.warm(padded, windows[0])  # every batch shape traced before timing
     gc.collect()
     gc.freeze()  # as a worker does after its warm-up (workers/process_warmup.py)
 
     one_at_a_time = batching.AdaptiveBatcher(
-        network.predict_scaled, objective,
+        forward, objective,
         controller=batching.AIMD(objective, start=1, ceiling=1), name="unbatched",
     )  # fmt: skip
-    adaptive = batching.AdaptiveBatcher(padded, objective, name="batched", history=10**6)
+    adaptive = batching.AdaptiveBatcher(None, objective, name="batched", history=10**6)
+
+    def served(rows: np.ndarray) -> Future[np.ndarray]:
+        return adaptive.submit(rows, group=model._digest, run=padded)
+
     print(f"  unbatched (one window per forward pass), objective p99 <= {args.objective_ms} ms")
     unbatched = ladder(
         one_at_a_time.submit, windows, start_rate=args.start_rate, seconds=args.seconds,
         objective_s=objective, max_steps=args.max_steps,
     )  # fmt: skip
+    one_at_a_time.retire("its ladder ended")  # its backlog is not served beside the next
     print("  batched (AIMD)")
     batched = ladder(
-        adaptive.submit, windows, start_rate=args.start_rate, seconds=args.seconds,
+        served, windows, start_rate=args.start_rate, seconds=args.seconds,
         objective_s=objective, max_steps=args.max_steps,
     )  # fmt: skip
+    # A step that missed may leave a backlog the thread is still serving: stop it before
+    # reading its records.
+    adaptive.retire("the benchmark ended")
+    adaptive.join(30)
     sizes = [
         {"at_s": round(r.at, 2), "rows": r.rows, "limit": r.limit, "run_ms": r.run_s * 1000}
-        for r in adaptive.records
+        for r in list(adaptive.records)
     ]
     return {
         "objective_ms": args.objective_ms,
-        "network": {"params": network.params, "symbols": list(network.symbols)},
+        "network": {"model": "lstm", "params": model.params, "symbols": [args.symbol]},
         "training_s": trained_s,
         "unbatched": [asdict(s) for s in unbatched],
         "batched": [asdict(s) for s in batched],
@@ -213,68 +225,6 @@ def size_timeline(sizes: list[dict[str, Any]], buckets: int = 12) -> list[tuple[
     return out
 
 
-def cold(args: argparse.Namespace) -> dict[str, Any]:
-    from devstack.supervisor import Supervisor
-    from loadtests.deployment import Stack
-    from predictions.prices.sample import SAMPLE_SYMBOLS
-
-    configurations = {"per-symbol": args.per_symbol_models, "global": args.global_models}
-    samples: dict[str, list[tuple[str, float]]] = {}
-    skipped: set[str] = set()
-    sup = Supervisor(restart=False)
-    tmp = tempfile.mkdtemp(prefix="bench-batching-")
-    try:
-        for label, models in configurations.items():
-            logs = Path(tmp) / label / "logs"
-            logs.mkdir(parents=True)
-            stack = Stack(sup, logs.parent, logs, extra={"PREDICTION_MODELS": models})
-            stack.start()
-            try:
-                samples[label] = _cold_requests(stack, label, SAMPLE_SYMBOLS, args, skipped)
-            finally:
-                stack.stop()
-    finally:
-        sup.stop()
-        shutil.rmtree(tmp, ignore_errors=True)
-    results: dict[str, Any] = {}
-    for label, models in configurations.items():
-        # A symbol one configuration could not run is left out of both (FB's sample is too
-        # short for a per-symbol deep model), so both medians are over the same requests.
-        kept = sorted(ms for symbol, ms in samples[label] if symbol not in skipped)
-        results[label] = {
-            "models": models,
-            "latencies_ms": kept,
-            "p50_ms": percentile(kept, 50),
-            "p95_ms": percentile(kept, 95),
-            "skipped": sorted(skipped),
-        }
-    return results
-
-
-def _cold_requests(
-    stack: Any, label: str, symbols: tuple[str, ...], args: argparse.Namespace, skipped: set[str]
-) -> list[tuple[str, float]]:
-    """`cold_rounds` cold requests for each symbol, the very first not counted (it warms the
-    processes); a symbol whose request had a model fail goes into `skipped`."""
-    from loadtests.deployment import predict
-
-    token = stack.manage("create_api_token", "bench-batching")
-    out = []
-    for round_ in range(args.cold_rounds):
-        for symbol in symbols:
-            ms, prediction = predict(
-                stack.base, token, symbol=symbol, use_cache=False, warm_start=False
-            )
-            failed = [m["model"] for m in prediction["result"]["models"] if not m["ok"]]
-            if failed:
-                skipped.add(symbol)
-            if round_ or symbol != symbols[0]:
-                out.append((symbol, ms))
-            note = f" ({', '.join(failed)} failed)" if failed else ""
-            print(f"    {label:10s} {symbol:6s} {ms:8.0f} ms{note}", flush=True)
-    return out
-
-
 def report(results: dict[str, Any]) -> str:
     lines = [f"# bench-batching, {results['at']}", ""]
     inf = results.get("inference")
@@ -282,8 +232,8 @@ def report(results: dict[str, Any]) -> str:
         ratio = inf["batched_rate"] / inf["unbatched_rate"] if inf["unbatched_rate"] else None
         lines += [
             f"Inference, one process, p99 objective {inf['objective_ms']} ms "
-            f"(network {json.dumps(inf['network']['params'])}, trained on "
-            f"{len(inf['network']['symbols'])} symbols in {inf['training_s']:.1f} s):",
+            f"({inf['network']['model']} {json.dumps(inf['network']['params'])}, trained on "
+            f"{', '.join(inf['network']['symbols'])} in {inf['training_s']:.1f} s):",
             "",
             "| | highest rate meeting the objective (windows/s) |",
             "| --- | --- |",
@@ -299,24 +249,6 @@ def report(results: dict[str, Any]) -> str:
             for at, limit, rows in size_timeline(inf["batch_sizes"])
         ]
         lines.append("")
-    cold_results = results.get("cold")
-    if cold_results:
-        lines += ["Cold predictions (`warm_start: false`, each offline symbol):", ""]
-        lines += ["| models | requests | p50 ms | p95 ms |", "| --- | --- | --- | --- |"]
-        for row in cold_results.values():
-            lines.append(
-                f"| {row['models']} | {len(row['latencies_ms'])} | {row['p50_ms']:,.0f} "
-                f"| {row['p95_ms']:,.0f} |"
-            )
-        skipped = sorted({s for row in cold_results.values() for s in row["skipped"]})
-        if skipped:
-            lines += [
-                "",
-                f"Not counted (a model could not run on its history): {', '.join(skipped)}",
-            ]
-        per, glob = cold_results.get("per-symbol"), cold_results.get("global")
-        if per and glob and glob["p50_ms"]:
-            lines += ["", f"p50 per-symbol / global: {per['p50_ms'] / glob['p50_ms']:.1f}×"]
     return "\n".join(lines) + "\n"
 
 
@@ -326,22 +258,15 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--start-rate", type=float, default=100.0)
     parser.add_argument("--seconds", type=float, default=3.0, help="per ladder step")
     parser.add_argument("--max-steps", type=int, default=40)
-    parser.add_argument("--cold-rounds", type=int, default=2)
-    parser.add_argument("--per-symbol-models", default="naive,lstm")
-    parser.add_argument("--global-models", default="naive,global_lstm")
-    parser.add_argument("--only", choices=("inference", "cold"), default=None)
+    parser.add_argument("--symbol", default="AAPL", help="whose LSTM serves the requests")
     return parser.parse_args(argv)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     results: dict[str, Any] = {"at": datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")}
-    if args.only in (None, "inference"):
-        print("inference:", flush=True)
-        results["inference"] = inference(args)
-    if args.only in (None, "cold"):
-        print("cold predictions:", flush=True)
-        results["cold"] = cold(args)
+    print("inference:", flush=True)
+    results["inference"] = inference(args)
     text = report(results)
     print(text)
     REPORTS.mkdir(exist_ok=True)

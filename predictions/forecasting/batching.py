@@ -145,7 +145,6 @@ class AdaptiveBatcher:
         self.on_batch = on_batch
         self.records: deque[BatchRecord] = deque(maxlen=history)
         self.retired: str | None = None  # why it serves no more, once it does not
-        self._closing = False
         self._queue: deque[_Request] = deque()
         self._queued_rows = 0
         self._running: list[_Request] = []
@@ -187,11 +186,10 @@ class AdaptiveBatcher:
             )
             return future.result(timeout=0)  # the retirement's error, or a late answer
 
-    def close(self) -> None:
-        """Serve what is queued, then end the thread (a replaced configuration)."""
-        with self._cond:
-            self._closing = True
-            self._cond.notify_all()
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait for its thread to end (after `retire`); whether it has."""
+        self._thread.join(timeout)
+        return not self._thread.is_alive()
 
     @property
     def wedged(self) -> bool:
@@ -231,10 +229,8 @@ class AdaptiveBatcher:
         time to leave; take the head and the queued requests of its group, in order, up to
         the batch size. None once retired."""
         with self._cond:
-            while not self._queue and self.retired is None and not self._closing:
+            while not self._queue and self.retired is None:
                 self._cond.wait()
-            if not self._queue:
-                return None
             while self.retired is None and self._queued_rows < self.controller.size:
                 remaining = self._leave_at(self._queue[0]) - time.monotonic()
                 if remaining <= 0:
@@ -243,16 +239,15 @@ class AdaptiveBatcher:
             if self.retired is not None:
                 return None
             head = self._queue.popleft()
-            batch, rows, rest = [head], len(head.rows), deque[_Request]()
-            while self._queue:
+            batch, rows, passed = [head], len(head.rows), list[_Request]()
+            while self._queue and rows < self.controller.size:
                 request = self._queue.popleft()
-                fits = rows + len(request.rows) <= self.controller.size
-                if fits and request.group == head.group:
+                if request.group == head.group and rows + len(request.rows) <= self.controller.size:
                     rows += len(request.rows)
                     batch.append(request)
                 else:
-                    rest.append(request)
-            self._queue = rest
+                    passed.append(request)  # another group's, or too large now: next time
+            self._queue.extendleft(reversed(passed))
             self._queued_rows -= rows
             self._running, self._running_since = batch, time.monotonic()
             return batch
@@ -350,8 +345,7 @@ _shared_lock = threading.Lock()
 
 
 def configure(config: Config) -> None:
-    """Set how shared batchers run; batchers made under another configuration are
-    replaced on their next use."""
+    """Set how shared batchers run (each takes it on its next use)."""
     global _config
     _config = config
 
@@ -362,8 +356,8 @@ def configured() -> Config:
 
 def shared(key: str, warm: Callable[[], None] | None = None) -> AdaptiveBatcher:
     """This process's batcher for `key` (a compiled network on a device), made on first use
-    after `warm` (every batch shape traced), and made again when the configuration
-    changed or the one before is wedged (retired, or its call ran past the wait).
+    after `warm` (every batch shape traced), made again when the one before is wedged
+    (retired, or its call ran past the wait); a configuration set since is applied to it.
 
     Per process: a forked pool process starts with none (its parent's threads did not
     come along), so each worker process adapts its own batch size to its own device.
@@ -375,30 +369,33 @@ def shared(key: str, warm: Callable[[], None] | None = None) -> AdaptiveBatcher:
             _shared_pid = os.getpid()
         config = _config
         batcher, made_under = _shared.get(key, (None, None))
-        if batcher is not None:
-            if batcher.wedged:
-                batcher.retire(f"{key}: its forward pass ran past {batcher.wait_s:g} s")
-            elif made_under != config:
-                batcher.close()
-            else:
-                return batcher
-        elif warm is not None:
+        if batcher is None and warm is not None:
             warm()
-        batcher = _made(key, config)
+        if batcher is not None and batcher.wedged:
+            batcher.retire(f"{key}: its forward pass ran past {batcher.wait_s:g} s")
+        if batcher is None or batcher.wedged:
+            controller = _controller(config)
+            batcher = AdaptiveBatcher(
+                None,
+                controller.objective_s,
+                controller=controller,
+                name=key,
+                on_batch=config.on_batch,
+                max_wait_s=config.max_wait_s,
+                wait_s=config.wait_s,
+            )
+        elif made_under != config:  # the worker's settings, set after its first use
+            batcher.controller = _controller(config)
+            batcher.objective_s = batcher.controller.objective_s
+            batcher.max_wait_s, batcher.wait_s = config.max_wait_s, config.wait_s
+            batcher.on_batch = config.on_batch
         _shared[key] = (batcher, config)
         return batcher
 
 
-def _made(key: str, config: Config) -> AdaptiveBatcher:
-    # An objective of 0: no batching, one request per call, under no objective.
-    on = config.objective_s > 0
-    controller = AIMD(config.objective_s, start=config.start) if on else AIMD(math.inf, ceiling=1)
-    return AdaptiveBatcher(
-        None,
-        controller.objective_s,
-        controller=controller,
-        name=key,
-        on_batch=config.on_batch,
-        max_wait_s=config.max_wait_s,
-        wait_s=config.wait_s,
-    )
+def _controller(config: Config) -> AIMD:
+    """AIMD under the configured objective; an objective of 0: no batching, one request
+    per call, under no objective."""
+    if config.objective_s > 0:
+        return AIMD(config.objective_s, start=config.start)
+    return AIMD(math.inf, ceiling=1)

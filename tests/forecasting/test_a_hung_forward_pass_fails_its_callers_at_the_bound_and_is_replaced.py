@@ -63,7 +63,7 @@ def test_a_hung_call_fails_its_callers_within_the_bound_and_the_next_gets_a_new_
     assert fresh is not hung
     np.testing.assert_array_equal(fresh(np.ones((1, 2)), run=run), np.full((1, 2), 2.0))
     run.release.set()
-    eventually(lambda: not hung._thread.is_alive(), 10, "the hung batcher's thread to end")
+    assert hung.join(timeout=10), "the hung batcher's thread did not end"
     assert fresh(np.ones((1, 2)), run=run).shape == (1, 2)
 
 

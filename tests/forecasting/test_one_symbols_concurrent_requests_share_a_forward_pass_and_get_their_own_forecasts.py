@@ -78,8 +78,9 @@ def test_one_symbols_requests_meet_in_one_call(states):
     by_itself = alone(asks)
 
     with batches_of(len(ENDS)):
+        before = len(network_records())
         answers = together(asks)
-        records = network_records()
+        records = network_records()[before:]
 
     assert [r.rows for r in records] == [len(ENDS)]
     for i in by_itself:
@@ -91,8 +92,9 @@ def test_another_symbols_weights_never_share_the_call(states):
     by_itself = alone(asks)
 
     with batches_of(4):
+        before = len(network_records())
         answers = together(asks)
-        records = network_records()
+        records = network_records()[before:]
 
     assert sorted(r.rows for r in records) == [2, 2]
     for i in by_itself:

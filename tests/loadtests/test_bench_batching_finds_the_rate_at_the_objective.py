@@ -1,6 +1,6 @@
 """`make bench-batching`'s ladder: a step counts only when every request was answered
 within the objective, latencies count from when a request was due, and the report puts
-the two modes and AIMD's sizes side by side."""
+the two modes, the served model and AIMD's sizes side by side."""
 
 from __future__ import annotations
 
@@ -35,28 +35,21 @@ def test_a_server_that_never_answers_misses_the_first_step_and_the_ladder_stops(
     assert bench_batching.best_rate(steps) == 0.0
 
 
-def test_the_report_states_both_rates_their_ratio_and_the_cold_medians():
+def test_the_report_states_both_rates_their_ratio_and_the_model():
     sizes = [{"at_s": t / 10, "rows": 4 + t, "limit": 8 + t, "run_ms": 2.0} for t in range(20)]
     results = {
         "at": "2026-11-26 15:00 UTC",
         "inference": {
             "objective_ms": 100.0,
-            "network": {"params": {"window": 40}, "symbols": ["AAPL", "IBM"]},
+            "network": {"model": "lstm", "params": {"window": 40}, "symbols": ["AAPL"]},
             "training_s": 11.0,
             "unbatched_rate": 400.0,
             "batched_rate": 6000.0,
             "batch_sizes": sizes,
         },
-        "cold": {
-            "per-symbol": {"models": "naive,lstm", "latencies_ms": [2500.0, 2700.0],
-                           "p50_ms": 2600.0, "p95_ms": 2700.0, "skipped": ["FB"]},
-            "global": {"models": "naive,global_lstm", "latencies_ms": [130.0, 170.0],
-                       "p50_ms": 150.0, "p95_ms": 170.0, "skipped": ["FB"]},
-        },
-    }  # fmt: skip
+    }
     text = bench_batching.report(results)
     assert "| one window per forward pass | 400 |" in text
     assert "| batched, AIMD | 6,000 |" in text and "| ratio | 15.0× |" in text
     assert "limit 27" in text  # AIMD's size at the end of the run
-    assert "| naive,global_lstm | 2 | 150 | 170 |" in text
-    assert "p50 per-symbol / global: 17.3×" in text and "FB" in text
+    assert 'lstm {"window": 40}, trained on AAPL in 11.0 s' in text
