@@ -26,9 +26,9 @@ they shrank every share to one and refused a token holder's first question.
 * Anonymous clients take only free places, never past the limit. Alone they may use every
   place; while an identified client holds or asks for one, the pool may hold its share
   as one client, floor(limit / n), within ADMISSION_ANONYMOUS_SHARE of the limit (half by
-  default), and its clients are refused (503) until it is back under that. Inside the pool its places are shared
-  the same way among the anonymous clients asking, each one IPv6 /48 or one IPv4 address
-  (`rate_limits.pool_key`, which says why).
+  default), and its clients are refused (503) until it is back under that. Inside the
+  pool its places are shared the same way among the anonymous clients asking, each one
+  IPv6 /48 or one IPv4 address (`rate_limits.pool_key`, which says why).
 * Alone, a client gets ADMISSION_CLIENT_SHARE (half by default), not all: the other half
   lets a newcomer in without a drain; a deployment with a single client (a batch, a load
   test) sets it to 1.
