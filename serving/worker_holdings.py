@@ -9,14 +9,19 @@ only a complete answer can say that no live worker holds a message.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from celery import current_app
+from kombu.exceptions import OperationalError
+from redis.exceptions import RedisError
 
 from serving import presence
+
+log = logging.getLogger(__name__)
 
 HOLDINGS_CACHE_SECONDS = 5.0
 INSPECT_TIMEOUT_SECONDS = 2.0
@@ -68,21 +73,30 @@ def ask() -> Holdings:
     taken_at = time.time()
     if not alive:  # nobody to ask, and nobody who could hold anything
         return Holdings(taken_at=taken_at, complete=True)
-    inspect = current_app.control.inspect(timeout=INSPECT_TIMEOUT_SECONDS, limit=len(alive))
     replies: dict[str, set[str]] = {}
     tasks: dict[str, Held] = {}
-    # In the order a task moves (scheduled, reserved, running): one held throughout is in
-    # at least one answer, even if it moved on between two of them.
-    for state, call in ((SCHEDULED, inspect.scheduled), (RESERVED, inspect.reserved),
-                        (RUNNING, inspect.active)):  # fmt: skip
-        answer: dict[str, Any] = call() or {}
-        for worker, entries in answer.items():
-            replies.setdefault(state, set()).add(worker)
-            for entry in entries:
-                info = entry.get("request", entry) if state == SCHEDULED else entry
-                held = _held(info, worker, state)
-                if held is not None:
-                    tasks.setdefault(held.task_id, held)
+    # A connection of its own: a pooled one may be a dead socket to a Redis that restarted,
+    # which is when the sweeper most needs an answer. Unreachable: not every worker replied.
+    try:
+        with current_app.connection_for_write() as connection:
+            inspect = current_app.control.inspect(
+                timeout=INSPECT_TIMEOUT_SECONDS, limit=len(alive), connection=connection
+            )
+            # In the order a task moves (scheduled, reserved, running): one held throughout
+            # is in at least one answer, even if it moved on between two of them.
+            for state, call in ((SCHEDULED, inspect.scheduled), (RESERVED, inspect.reserved),
+                                (RUNNING, inspect.active)):  # fmt: skip
+                answer: dict[str, Any] = call() or {}
+                for worker, entries in answer.items():
+                    replies.setdefault(state, set()).add(worker)
+                    for entry in entries:
+                        info = entry.get("request", entry) if state == SCHEDULED else entry
+                        held = _held(info, worker, state)
+                        if held is not None:
+                            tasks.setdefault(held.task_id, held)
+    except (OperationalError, RedisError):
+        log.warning("sweeper: the workers could not be asked what they hold", exc_info=True)
+        return Holdings(taken_at=taken_at, complete=False, tasks=tasks)
     complete = all(alive <= replies.get(state, set()) for state in (RUNNING, RESERVED, SCHEDULED))
     return Holdings(taken_at=taken_at, complete=complete, tasks=tasks)
 

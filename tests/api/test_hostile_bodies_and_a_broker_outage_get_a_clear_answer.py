@@ -51,7 +51,7 @@ def broker_down(monkeypatch):
     """The broker refuses the first task, as kombu reports a connection refused."""
 
     class Down:
-        def apply_async(self):
+        def apply_async(self, **options):
             raise BrokerError("Error 111 connecting to 127.0.0.1:6399. Connection refused.")
 
     monkeypatch.setattr(pipeline.signatures, "first_task", lambda request: Down())
