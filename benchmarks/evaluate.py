@@ -49,8 +49,8 @@ from predictions.forecasting.scorecard import SCORECARD_PATH, scorecard_from
 from predictions.prices import SAMPLE_SYMBOLS, PriceHistory, load_sample
 
 ROOT = Path(__file__).resolve().parents[1]
-DOCS = ROOT / "docs" / "evaluation"
-DOC_PAGE = ROOT / "docs" / "evaluation.md"
+DOCS = ROOT / "lab" / "records" / "evaluation"
+DOC_PAGE = ROOT / "lab" / "records" / "evaluation.md"
 QUICK_SYMBOLS = ["AAPL", "^GSPC"]
 QUICK_MODELS = ["naive", "ridge", "arima"]
 # Never loaded by the evaluation: a trading year (250 bars) for `make replay`, plus the bar
