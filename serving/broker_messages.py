@@ -22,10 +22,10 @@ from celery import current_app
 from kombu.transport.redis import Channel
 
 from predictions.redis_client import broker_redis, text
-from serving.queue_routing import CPU, GPU, IO
+from serving.queue_routing import CPU, GPU, IO, SPARE
 from serving.queue_wait import priority_keys
 
-PIPELINE_QUEUES = (IO, CPU, GPU)
+PIPELINE_QUEUES = (IO, CPU, GPU, SPARE)
 UNACKED = "unacked"  # `Message.where` of a delivered message that is not acknowledged yet
 
 

@@ -1,4 +1,5 @@
-"""Queue choice per stage: deep models go to `gpu` while a live worker consumes it.
+"""Queue choice per stage: deep models go to `gpu` while a live worker consumes it, and
+a spare-lane request's tasks to `spare` while a live worker consumes that (`in_lane`).
 
 Each choice is a Route that says why (`route_model`), so a stage record can tell an
 operator why a model ran where it did. The presence answer is cached for a few seconds per
@@ -19,7 +20,10 @@ from serving import presence
 
 IO, CPU, GPU = "io", "cpu", "gpu"
 SCORING = "scoring"  # the market clock's work: new days, scoring forecasts of record
-QUEUES = (IO, CPU, GPU, SCORING)
+# Anonymous and background questions (serving/lanes.py): a worker of its own, started at a
+# lower CPU priority, so they run on the CPU identified questions leave.
+SPARE = "spare"
+QUEUES = (IO, CPU, GPU, SCORING, SPARE)
 REQUIRED_QUEUES = (IO, CPU)  # a default request needs both; gpu work falls back to cpu
 logger = logging.getLogger(__name__)
 _cache: dict[str, tuple[float, int | None]] = {}
@@ -98,6 +102,18 @@ def route_models(names: list[str]) -> Route:
         return Route(CPU, NO_GPU_BENEFIT)
     first = routes[deep[0]]
     return Route(first.queue, f"{first.reason} ({', '.join(deep)})")
+
+
+SPARE_REASON = "an anonymous or background question, and a live worker consumes spare"
+
+
+def in_lane(route: Route, spare: bool) -> Route:
+    """`route` for a task of a spare-lane request (`spare`): `spare` while a live worker
+    consumes it, else `route` as it is. gpu work stays on `gpu`: the spare worker's low CPU
+    priority gives nothing back on a GPU."""
+    if not spare or route.queue == GPU or not has_consumers(SPARE):
+        return route
+    return Route(SPARE, SPARE_REASON)
 
 
 def queue_for_model(name: str) -> str:

@@ -11,7 +11,7 @@ from typing import Any
 from celery import Signature
 from django.conf import settings
 
-from predictions.models import PredictionRequest, Strategy
+from predictions.models import Lane, PredictionRequest, Strategy
 from serving import queue_routing
 
 FETCH_PRICES = "workers.tasks.fetch_prices"
@@ -64,6 +64,13 @@ def priority(request: PredictionRequest) -> dict[str, int]:
 ROUTE_REASON = "route_reason"
 
 
+def lane_route(request: PredictionRequest, queue: str | queue_routing.Route) -> queue_routing.Route:
+    """Where a task of `request`'s pipeline goes: its usual queue, or `spare` for a
+    spare-lane request while a live worker consumes it (`queue_routing.in_lane`)."""
+    route = queue if isinstance(queue, queue_routing.Route) else queue_routing.Route(queue, "")
+    return queue_routing.in_lane(route, request.lane == Lane.SPARE)
+
+
 def _header(
     name: str,
     args: tuple[Any, ...],
@@ -76,7 +83,7 @@ def _header(
     backend's ordered join), and nothing else reads a part, so storing and publishing it as
     a task result as well wrote every part three times more through Redis. A Route's
     reason travels in the message's headers."""
-    route = queue if isinstance(queue, queue_routing.Route) else queue_routing.Route(queue, "")
+    route = lane_route(request, queue)
     options: dict[str, Any] = {"queue": route.queue, "expires": request.deadline,
                                "ignore_result": True, **priority(request)}  # fmt: skip
     if route.reason:
@@ -112,12 +119,13 @@ def first_task(request: PredictionRequest) -> Signature:
 
 
 def callback(name: str, request: PredictionRequest, **kwargs: Any) -> Signature:
-    """A chord's body on `cpu` (set explicitly: a chord does not route its callback), with
-    an errback that fails the request if a bug ever kills the chord."""
+    """A chord's body on `cpu` (set explicitly: a chord does not route its callback) or its
+    lane's queue, with an errback on `io` that fails the request if a bug ever kills the
+    chord (a failure path stays on the usual workers)."""
     body = Signature(
         name,
         kwargs={"request_id": str(request.id), **kwargs},
-        options={"queue": queue_routing.CPU, **priority(request)},
+        options={"queue": lane_route(request, queue_routing.CPU).queue, **priority(request)},
     )
     errback = Signature(
         CHORD_FAILED,

@@ -21,7 +21,7 @@ from predictions import progress
 from predictions.models import ACTIVE, PredictionRequest
 from predictions.redis_client import epoch
 from predictions.sources import price_chain
-from serving import final, follows
+from serving import final, follows, lanes
 from serving.admission import Decision, admit, over_follows, queue_rank, release
 
 
@@ -141,16 +141,18 @@ def submit(
     """Join an identical request in flight, or create a queued one for the caller to dispatch.
 
     With `gate`, a new request must be admitted first (joining one in flight needs no
-    place, but counts against the client's follows); NotAdmitted says why not.
+    place, but counts against the client's follows); NotAdmitted says why not. The
+    request's lane (`serving.lanes`) is chosen here, from the client and `precomputed`.
     """
     owner = user if user is not None and user.is_authenticated else None
+    lane = lanes.lane_for(admission.client if admission else None, precomputed)
     servable, reason = price_chain().could_serve(symbol)
     if not servable:
         raise SymbolNotServed(reason)
     if joinable:
         leader = PredictionRequest.objects.leader_for(symbol, horizon, strategy)
         if leader is not None:
-            return Submission(follow(leader, owner, admission), joined=True)
+            return _joined(leader, owner, admission, lane)
     request = PredictionRequest.queued(
         symbol=symbol,
         horizon=horizon,
@@ -160,6 +162,7 @@ def submit(
         joinable=joinable,
         dispatch_epoch=epoch(),
         precomputed=precomputed,
+        lane=lane,
     )
     if admission is not None:
         decision = admit(
@@ -179,12 +182,20 @@ def submit(
         leader = PredictionRequest.objects.leader_for(symbol, horizon, strategy)
         if leader is None:
             raise
-        return Submission(follow(leader, owner, admission), joined=True)
+        return _joined(leader, owner, admission, lane)
     except BaseException:
         release(str(request.id))
         raise
     progress.publish_request("submitted", request)
     return Submission(request)
+
+
+def _joined(
+    leader: PredictionRequest, owner: Any, admission: Admission | None, lane: str
+) -> Submission:
+    follower = follow(leader, owner, admission)
+    lanes.joined(leader, lane)
+    return Submission(follower, joined=True)
 
 
 def _insert(request: PredictionRequest) -> None:

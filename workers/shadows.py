@@ -23,7 +23,7 @@ from predictions.models import ForecastRecord, PredictionRequest, PriceSnapshot
 from predictions.prices import PriceDataError, PriceHistory
 from predictions.redis_client import get_redis
 from predictions.sources import price_chain
-from serving import queue_routing
+from serving import queue_routing, signatures
 from workers import stages
 
 log = logging.getLogger(__name__)
@@ -54,7 +54,9 @@ def after_answer(request: PredictionRequest, result: dict[str, Any]) -> int:
     judging = [m for m in judging if generations.shadow_key(m) not in members]
     for model in judging:
         forecast_shadow.apply_async(
-            (str(request.id), model), queue=queue_routing.queue_for_model(model), expires=3600
+            (str(request.id), model),
+            queue=signatures.lane_route(request, queue_routing.route_model(model)).queue,
+            expires=3600,
         )
     return len(judging)
 

@@ -47,7 +47,8 @@ def schedule(
 ) -> None:
     """Send the objective's task for the chord `group_id` of `models` (and the sentiment).
 
-    It goes to `io`, not `cpu`: the stragglers it answers without hold `cpu` processes."""
+    It goes to `io`, not `cpu`: the stragglers it answers without hold `cpu` processes (a
+    spare-lane request's goes to its lane's queue, as its other tasks)."""
     objective = settings.PREDICTION_OBJECTIVE_SECONDS
     kwargs = {
         "request_id": str(request.id),
@@ -57,7 +58,8 @@ def schedule(
         "earlier": list(earlier),
         "launched_at": time.time(),
     }
-    options = {"queue": queue_routing.IO, "countdown": objective, "expires": request.deadline,
+    queue = signatures.lane_route(request, queue_routing.IO).queue
+    options = {"queue": queue, "countdown": objective, "expires": request.deadline,
                **signatures.priority(request)}  # fmt: skip
     Signature(COMBINE_AT_OBJECTIVE, kwargs=kwargs, options=options).apply_async()
 

@@ -11,6 +11,7 @@ from predictions.models.model_generations import (
 from predictions.models.prediction_requests import (
     ACTIVE,
     STRATEGIES,
+    Lane,
     PredictionQuerySet,
     PredictionRequest,
     Status,
@@ -24,6 +25,7 @@ __all__ = [
     "ForecastRecord",
     "ForecastScore",
     "GenerationEvent",
+    "Lane",
     "ModelGeneration",
     "ModelGenerationQuerySet",
     "ModelHealth",

@@ -37,6 +37,14 @@ class Strategy(models.TextChoices):
 STRATEGIES: tuple[str, ...] = tuple(Strategy.values)
 
 
+class Lane(models.TextChoices):
+    """Which workers run a request's tasks (chosen at submission: `serving/lanes.py`)."""
+
+    USUAL = "usual"  # io, cpu and gpu: the workers identified clients' questions need
+    SPARE = "spare"  # anonymous and background questions: the `spare` queue while it has
+    # a live worker (started at a lower CPU priority), else the usual queues
+
+
 class PredictionQuerySet(models.QuerySet["PredictionRequest"]):
     def active(self) -> PredictionQuerySet:
         return self.filter(status__in=ACTIVE)
@@ -131,6 +139,9 @@ class PredictionRequest(models.Model):
     # The id of the last dispatch's first task: Celery names it as the root of every task
     # that pipeline sends, so the sweeper finds the pipeline's messages in the broker.
     dispatch_task_id = models.CharField(max_length=36, blank=True)
+    # Kept on the row so that every stage, and a dispatch again by the sweeper, routes the
+    # same way; an identified client joining it moves it to the usual lane.
+    lane = models.CharField(max_length=8, choices=Lane.choices, default=Lane.USUAL)
     # Not stored: how many steps its tasks wait behind an identified client's first
     # pipeline at the broker (serving.signatures.priority; serving.admission.queue_rank).
     # A request dispatched again by the sweeper goes first.

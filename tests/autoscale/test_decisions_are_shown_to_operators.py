@@ -47,7 +47,9 @@ def test_the_relay_feed_and_metrics_carry_the_autoscalers_numbers(client, settin
     record("add", "below the minimum of 1")
     assert system.scaling_decisions()[0]["reason"] == "below the minimum of 1"
     _, waits = system.queue_depths_and_waits()
-    assert set(waits) == {"io", "cpu", "gpu", "scoring"} and all(w >= 0 for w in waits.values())
+    assert set(waits) == {"io", "cpu", "gpu", "scoring", "spare"} and all(
+        w >= 0 for w in waits.values()
+    )
     settings.METRICS_TOKEN = "scrape-token-for-the-test"
     body = client.get("/metrics", HTTP_AUTHORIZATION="Bearer scrape-token-for-the-test")
     body = body.content.decode()

@@ -71,8 +71,8 @@ def test_it_refuses_bad_input_with_a_sentence_and_records_it(staff_client):
     )
 
     assert wrong_queue.status_code == 400
-    assert (
-        wrong_queue.json()["error"] == "Unknown queue(s) 'fast': choose from io, cpu, gpu, scoring."
+    assert wrong_queue.json()["error"] == (
+        "Unknown queue(s) 'fast': choose from io, cpu, gpu, scoring, spare."
     )
     run = ProvisioningRun.objects.get()
     assert run.status == RunStatus.FAILED and run.host == "h1" and run.requested_by == "ops"

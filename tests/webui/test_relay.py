@@ -84,7 +84,7 @@ def test_a_burst_of_events_reaches_each_group_as_one_batch():
             assert [s["stage"] for s in entry["stages"]] == STAGES
             assert {s["worker"] for s in entry["stages"]} == {"io@host", "cpu@host"}
             assert batch["stats"]["1m"]["completed"] == 1
-            assert set(batch["queues"]) == {"io", "cpu", "gpu", "scoring"}
+            assert set(batch["queues"]) == {"io", "cpu", "gpu", "scoring", "spare"}
 
             update = await follower.receive_json_from(timeout=5)
             assert update["request"]["status"] == "done"
