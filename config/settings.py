@@ -373,6 +373,10 @@ WORKER_HEARTBEAT_SECONDS = env_int("WORKER_HEARTBEAT_SECONDS", 5, minimum=1)
 # not after a number of tasks: a replaced process warms up again before its next task, and
 # on a one-process pool every request waits for it (docs/scaling.md, the periodic spikes).
 WORKER_MAX_MEMORY_MB = env_int("WORKER_MAX_MEMORY_MB", 2048, minimum=0)
+# The niceness a worker consuming `spare` (anonymous and background questions,
+# serving/lanes.py) runs at: CFS gives a nice-10 process about 1/9 of a nice-0 one's share
+# of a busy core, and all of an idle one.
+SPARE_WORKER_NICE = env_int("SPARE_WORKER_NICE", 10, minimum=0)
 # Pool autoscaling inside a machine (`--autoscale=max,min` on a worker): Celery's own
 # autoscaler, but it grows only by as many processes as free memory holds (a cpu or gpu pool
 # process with TensorFlow costs ~0.5 GB), keeping WORKER_MEMORY_RESERVE_MB free.

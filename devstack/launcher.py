@@ -49,6 +49,9 @@ def _processes(port: int, host: str) -> dict[str, list[str]]:
         "worker-cpu": process_catalog.worker(
             "cpu", "cpu", env.get("CPU_CONCURRENCY", "2"), autoscale=env.get("CPU_AUTOSCALE", "")
         ).argv(),
+        "worker-spare": process_catalog.spare_worker(
+            "spare", env.get("SPARE_CONCURRENCY") or _spare_processes()
+        ).argv(),
         "beat": process_catalog.beat(VAR_DIR / "celerybeat-schedule").argv(),
         "sweeper": process_catalog.sweeper(env.get("SWEEP_INTERVAL", "10")).argv(),
         "ws": process_catalog.websocket(host, env["WS_PORT"]).argv(),
@@ -58,6 +61,12 @@ def _processes(port: int, host: str) -> dict[str, list[str]]:
             {"autoscaler": process_catalog.autoscaler().argv()} if _on(env.get("AUTOSCALE")) else {}
         ),
     }
+
+
+def _spare_processes() -> int:
+    """The spare worker's pool: a process per core (it runs on what the others leave), at
+    most four (each holds the models, ~0.5 GB)."""
+    return max(1, min(4, os.cpu_count() or 1))
 
 
 def _redis(name: str, size_variable: str, default_mb: int, policy: str) -> EmbeddedRedis:

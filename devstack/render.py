@@ -132,6 +132,13 @@ buffers within {process_catalog.REDIS_CLIENTS_MEMORY} of maxmemory (docs/clients
     <<: *app
     command: {_list(process_catalog.worker("cpu", "cpu", 2))}
     {after_migrate}
+  worker-spare:  # anonymous and background questions (docs/operating.md, the spare lane)
+    <<: *app
+    command: {_list(process_catalog.spare_worker("spare", 2))}
+    # Its niceness counts only inside its container; between containers the CPU weight
+    # does: 110 of the others' 1024 is a nice-10 process's weight against a nice-0 one's.
+    cpu_shares: 110
+    {after_migrate}
   beat:
     <<: *app
     command: {_list(process_catalog.beat("/app/var/celerybeat-schedule"))}
@@ -207,9 +214,15 @@ def ansible_vars() -> str:
         "stockserve_sweeper_args": process_catalog.sweeper("{{ scheduler_sweep_interval }}"),
         "stockserve_worker_args": process_catalog.worker(
             "{{ worker_name }}",
-            "{{ worker_queues | join(',') }}",
+            "{{ worker_queues | reject('equalto', 'spare') | join(',') }}",
             "{{ worker_concurrency }}",
             gpu="{{ worker_gpu }}",
+            loglevel="{{ worker_loglevel }}",
+            max_memory_mb="{{ worker_max_memory_mb }}",
+        ),
+        "stockserve_spare_worker_args": process_catalog.spare_worker(
+            "{{ worker_spare_name }}",
+            "{{ worker_spare_concurrency }}",
             loglevel="{{ worker_loglevel }}",
             max_memory_mb="{{ worker_max_memory_mb }}",
         ),

@@ -95,6 +95,20 @@ def worker(
     )
 
 
+def spare_worker(
+    name: object,
+    concurrency: object,
+    loglevel: object = "INFO",
+    max_memory_mb: object = "",
+) -> Command:
+    """The spare lane's worker: queue `spare` alone, no GPU. `start_worker` lowers its CPU
+    priority to SPARE_WORKER_NICE, so anonymous and background questions (serving/lanes.py)
+    run on the CPU the other workers leave; it warms up for every stage, as io and cpu do."""
+    return worker(
+        name, "spare", concurrency, gpu="off", loglevel=loglevel, max_memory_mb=max_memory_mb
+    )
+
+
 def beat(schedule: object, loglevel: object = "WARNING") -> Command:
     """Celery beat: the periodic jobs. One per cluster."""
     return _command("-m", "celery", "-A", "config", "beat", "-l", loglevel, "-s", schedule)

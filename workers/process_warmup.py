@@ -16,7 +16,7 @@ import time
 from django.conf import settings
 
 from predictions import deep_batching
-from serving.queue_routing import CPU, GPU, IO
+from serving.queue_routing import CPU, GPU, IO, SPARE
 
 log = logging.getLogger(__name__)
 
@@ -30,9 +30,9 @@ def queues_served() -> set[str]:
 def warm_up(queues: set[str]) -> float:
     """Load what the tasks of these queues need; returns seconds taken."""
     start = time.perf_counter()
-    if IO in queues:
+    if queues & {IO, SPARE}:  # the spare lane's worker runs every stage of its pipelines
         _warm_data_sources()
-    if queues & {CPU, GPU}:
+    if queues & {CPU, GPU, SPARE}:
         _warm_models()
     _warm_messaging_and_database()
     # What warming up loaded lives as long as the process: out of the collector's full

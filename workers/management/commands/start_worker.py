@@ -6,6 +6,10 @@ A GPU found by the Keras backend (or WORKER_GPU=on) adds the `gpu` queue. Each p
 process warms up for its queues right after it forks (`workers.process_warmup`) and then
 counts itself warm.
 
+`spare` (anonymous and background questions, `serving/lanes.py`) is consumed by a worker of
+its own, which lowers its CPU priority to SPARE_WORKER_NICE (`--nice`) before it starts, so
+its pool processes run on the CPU the other workers leave.
+
 `--pool threads` runs the tasks as threads of one process: one copy of each network, and
 the deep models' forward passes from concurrent requests with the same weights batched
 into one call (`predictions.forecasting.batching`). `auto` (the default) picks it for a
@@ -24,15 +28,19 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from predictions.redis_required import require_redis
-from serving.queue_routing import GPU, QUEUES
+from serving.queue_routing import GPU, QUEUES, SPARE
 from workers.gpu import detect_gpu
 
 
 class Command(BaseCommand):
-    help = "Start a Celery worker for the prediction pipeline (queues io, cpu, gpu)."
+    help = "Start a Celery worker for the prediction pipeline (queues io, cpu, gpu, spare)."
 
     def add_arguments(self, parser: CommandParser) -> None:
-        parser.add_argument("--queues", default="io,cpu", help="comma-separated: io, cpu, gpu")
+        parser.add_argument(
+            "--queues",
+            default="io,cpu",
+            help="comma-separated: io, cpu, gpu, scoring; or spare alone",
+        )
         parser.add_argument("--concurrency", type=int, default=2)
         parser.add_argument(
             "--autoscale",
@@ -63,6 +71,13 @@ class Command(BaseCommand):
             help="prefork: a process per task; threads: one process whose tasks share the "
             "networks and batch their forward passes; auto: threads with a GPU",
         )
+        parser.add_argument(
+            "--nice",
+            type=int,
+            default=None,
+            help="niceness to run at (default: SPARE_WORKER_NICE for a spare worker, else "
+            "the one it was started with)",
+        )
         parser.add_argument("--loglevel", default="INFO")
         parser.add_argument("--beat", action="store_true", help="also run the periodic sweeper")
 
@@ -74,6 +89,12 @@ class Command(BaseCommand):
             raise CommandError(
                 f"Unknown queue(s) {', '.join(unknown) or '(none given)'}; "
                 f"choose from {', '.join(QUEUES)}."
+            )
+        spare = SPARE in queues
+        if spare and len(queues) > 1:
+            raise CommandError(
+                "spare is consumed by a worker of its own (it runs at a lower CPU priority): "
+                "start one with --queues spare."
             )
         if options["concurrency"] < 1:
             raise CommandError("--concurrency must be at least 1.")
@@ -89,7 +110,7 @@ class Command(BaseCommand):
             if options["autoscale"]:
                 raise CommandError("--autoscale grows processes: it needs --pool prefork.")
             pool = ["-P", "threads", "-c", str(options["concurrency"])]
-        if has_gpu and GPU not in queues:
+        if has_gpu and GPU not in queues and not spare:
             queues.append(GPU)
         if not has_gpu and GPU in queues:
             self.stderr.write("No GPU found: consuming 'gpu' anyway, TensorFlow runs on the CPU.")
@@ -122,8 +143,23 @@ class Command(BaseCommand):
             f"Starting worker {options['name']} on queues {','.join(queues)} "
             f"({'threads' if threads else 'prefork'} pool)"
         )
+        wanted = options["nice"]
+        if wanted is None and spare:
+            wanted = settings.SPARE_WORKER_NICE
+        niceness = lower_priority(wanted)
+        if niceness:
+            self.stdout.write(f"Running at niceness {niceness}")
         sys.stdout.flush()
         os.execve(sys.executable, argv, env)
+
+
+def lower_priority(niceness: int | None) -> int:
+    """Raise this process's niceness to `niceness` (its pool inherits it); never lower it,
+    which needs privileges. Returns the niceness it runs at."""
+    current = os.nice(0)
+    if niceness is not None and niceness > current:
+        current = os.nice(niceness - current)
+    return current
 
 
 def recycling(max_memory_mb: int, max_tasks: int) -> list[str]:
