@@ -76,6 +76,19 @@ def find(roots: Collection[str], queues: Iterable[str] = PIPELINE_QUEUES) -> lis
     return found
 
 
+def withdraw(root: str, queue: str) -> int:
+    """Delete the messages of the pipeline `root` waiting in `queue`; how many were (one a
+    worker took meanwhile is not)."""
+    broker, deleted = broker_redis(), 0
+    for key in priority_keys(queue):
+        raws: list[Any] = broker.lrange(key, 0, -1)
+        for raw in raws:
+            message = _parsed(raw, queue)
+            if message is not None and message.root_id == root:
+                deleted += int(broker.lrem(key, 1, raw))
+    return deleted
+
+
 def restore(message: Message) -> None:
     """Put a delivered message that no live worker holds back at the head of its queue,
     as the transport does itself once the visibility timeout passes (its own restore: if

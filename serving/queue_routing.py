@@ -61,6 +61,22 @@ def has_consumers(queue: str) -> bool:
     return bool(consumer_count(queue))
 
 
+def has_ready_consumers(queue: str) -> bool:
+    """A live worker consumes `queue` and its pool has warmed up (cached like the above)."""
+    key, now = f"ready:{queue}", time.monotonic()
+    cached = _cache.get(key)
+    if cached and now - cached[0] < settings.ROUTING_CACHE_SECONDS:
+        return bool(cached[1])
+    try:
+        workers = presence.alive_workers()
+        answer = sum(1 for w in workers if queue in w.get("queues", []) and presence.is_ready(w))
+    except RedisError as exc:
+        logger.warning("no presence data for queue %s: %s", queue, exc)
+        answer = 0
+    _cache[key] = (now, answer)
+    return bool(answer)
+
+
 def model_processes() -> int:
     """Pool processes of live workers that run models (`cpu` or `gpu`), cached like above."""
     now = time.monotonic()
@@ -104,14 +120,15 @@ def route_models(names: list[str]) -> Route:
     return Route(first.queue, f"{first.reason} ({', '.join(deep)})")
 
 
-SPARE_REASON = "an anonymous or background question, and a live worker consumes spare"
+SPARE_REASON = "an anonymous or background question, and a warm worker consumes spare"
 
 
 def in_lane(route: Route, spare: bool) -> Route:
-    """`route` for a task of a spare-lane request (`spare`): `spare` while a live worker
-    consumes it, else `route` as it is. gpu work stays on `gpu`: the spare worker's low CPU
-    priority gives nothing back on a GPU."""
-    if not spare or route.queue == GPU or not has_consumers(SPARE):
+    """`route` for a task of a spare-lane request (`spare`): `spare` while a live, warm
+    worker consumes it (one still warming up would hold the task for its warm-up), else
+    `route` as it is. gpu work stays on `gpu`: the spare worker's low CPU priority gives
+    nothing back on a GPU."""
+    if not spare or route.queue == GPU or not has_ready_consumers(SPARE):
         return route
     return Route(SPARE, SPARE_REASON)
 

@@ -10,6 +10,8 @@ pipeline sends; `serving.broker_messages`):
 * a message of it was delivered and no live worker holds it (its worker died, or dropped
   it when its broker connection broke): that message goes back to the head of its queue,
   as the transport would do after its visibility timeout, only sooner: still one copy;
+* its messages all wait in `spare` and no live worker consumes it (the spare worker
+  stopped): they are taken out and the request is dispatched again, to the usual queues;
 * no message of it is anywhere, twice in a row: it is lost, and dispatched again with a
   new first task id, up to PREDICTION_ATTEMPTS times. So is a request whose Redis lost
   its data (a new epoch, `predictions.redis_client.epoch`): its messages went with it.
@@ -35,7 +37,14 @@ from redis.exceptions import RedisError
 from predictions import log_context, progress
 from predictions.models import PredictionRequest
 from predictions.redis_client import epoch, get_redis
-from serving import broker_messages, final, pipeline, worker_holdings
+from serving import (
+    broker_messages,
+    final,
+    pipeline,
+    presence,
+    queue_routing,
+    worker_holdings,
+)
 from serving.broker_messages import Message
 from serving.worker_holdings import RUNNING, Held, Holdings
 
@@ -48,6 +57,7 @@ COUNTS_KEY = "stockserve:recovery"
 # answer yet: it is not taken as held by none.
 DELIVERY_GRACE_SECONDS = 3.0
 LOST_WITH_REDIS = "Redis lost its data (restarted without persistence)"
+STRANDED = "its tasks waited in spare, which no live worker consumes"
 
 
 @dataclass(frozen=True)
@@ -131,6 +141,11 @@ def _recover(request: PredictionRequest, current: str, quiet: float, look: _Look
     messages = look.messages(request.dispatch_task_id)
     if any(not message.queued for message in messages) and _restore(request, messages, look):
         return RESTORED
+    if messages and stranded(messages):
+        if broker_messages.withdraw(request.dispatch_task_id, queue_routing.SPARE) < len(messages):
+            return WAITING  # a spare worker came back and took one: the rest waits for it
+        queue_routing.forget()  # routed by presence now, not by a cached answer
+        return _dispatch_again(request, current, STRANDED)
     if messages:
         return WAITING
     holdings = look.holdings()
@@ -140,6 +155,13 @@ def _recover(request: PredictionRequest, current: str, quiet: float, look: _Look
         return WAITING
     reason = f"no message of it in the broker, no live worker holding one, quiet {quiet:.0f} s"
     return _dispatch_again(request, current, reason)
+
+
+def stranded(messages: list[Message]) -> bool:
+    """Every message waits in `spare`, and no live worker consumes it."""
+    spare = queue_routing.SPARE
+    waiting = all(m.queued and m.where == spare for m in messages)
+    return waiting and not presence.consumers_of(spare)
 
 
 def _held(request: PredictionRequest, messages: list[Message], holdings: Holdings) -> list[Held]:

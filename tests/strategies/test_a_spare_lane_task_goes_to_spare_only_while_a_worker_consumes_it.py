@@ -1,9 +1,9 @@
-"""Every task of a spare-lane request goes to `spare` while a live worker consumes it (the
+"""Every task of a spare-lane request goes to `spare` while a warm worker consumes it (the
 prices, the models, the sentiment, the combiner, the objective's task, the centralized
 task), gpu work excepted; with no such worker, and for a usual-lane request always, each
 goes where it went before.
 
-Presence is set per test (`consumers_of`), as in test_a_route_says_why.py; the stages of
+Presence is set per test (`alive_workers`), as in test_a_route_says_why.py; the stages of
 real predictions on a real spare worker are in test_anonymous_work_runs_on_the_spare_worker
 _and_identified_work_never_does.py."""
 
@@ -14,12 +14,14 @@ import pytest
 from predictions.models import Lane, PredictionRequest
 from serving import presence, queue_routing, signatures
 
-LIVE = {"io": ["io@a"], "cpu": ["cpu@a"], "gpu": [], "spare": ["spare@a"]}
+
+def worker(queue: str, warm: bool = True) -> dict[str, object]:
+    return {"hostname": f"{queue}@a", "queues": [queue], "concurrency": 1,
+            "warm_processes": 1 if warm else 0}  # fmt: skip
 
 
-def consumers(monkeypatch: pytest.MonkeyPatch, **live: list[str]) -> None:
-    answers = {**LIVE, **live}
-    monkeypatch.setattr(presence, "consumers_of", lambda queue: answers.get(queue, []))
+def alive(monkeypatch: pytest.MonkeyPatch, *workers: dict[str, object]) -> None:
+    monkeypatch.setattr(presence, "alive_workers", lambda: list(workers))
     queue_routing.forget()
 
 
@@ -46,19 +48,21 @@ def test_a_spare_lane_pipeline_goes_to_spare_while_a_worker_consumes_it(monkeypa
     spare = PredictionRequest.queued(symbol="AAPL", horizon=5, lane=Lane.SPARE)
     usual = PredictionRequest.queued(symbol="AAPL", horizon=5)
 
-    consumers(monkeypatch)
+    alive(monkeypatch, worker("io"), worker("cpu"), worker("spare"))
     assert queues(spare) == dict.fromkeys(USUAL, "spare")
     assert queues(usual) == USUAL
     header = signatures.model_task(spare, "ridge", "k").options["headers"]
     assert header[signatures.ROUTE_REASON] == (
-        "an anonymous or background question, and a live worker consumes spare"
+        "an anonymous or background question, and a warm worker consumes spare"
     )
 
-    consumers(monkeypatch, spare=[])
+    alive(monkeypatch, worker("io"), worker("cpu"), worker("spare", warm=False))
+    assert queues(spare) == USUAL  # not held for a spare worker's warm-up
+    alive(monkeypatch, worker("io"), worker("cpu"))
     assert queues(spare) == USUAL
 
 
 def test_gpu_work_of_a_spare_lane_pipeline_stays_on_gpu(monkeypatch):
-    consumers(monkeypatch, gpu=["gpu@a"])
+    alive(monkeypatch, worker("io"), worker("cpu"), worker("gpu"), worker("spare"))
     spare = PredictionRequest.queued(symbol="AAPL", horizon=5, lane=Lane.SPARE)
     assert queues(spare) == {**dict.fromkeys(USUAL, "spare"), "lstm": "gpu", "centralized": "gpu"}

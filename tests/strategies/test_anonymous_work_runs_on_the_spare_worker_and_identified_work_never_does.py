@@ -16,26 +16,17 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from rest_framework.test import APIClient
 
-from serving import presence, queue_routing
 from tests.support.api import URL, predict_cold, stages_by_name, submit_and_wait
-from tests.support.processes import start_worker_process, stop_process, wait_for_worker
+from tests.support.spare import spare_worker
 from tests.support.waiting import eventually
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration]
 
 
 @pytest.fixture
-def spare_worker(celery_worker: str) -> Iterator[tuple[str, psutil.Process]]:
-    proc = start_worker_process(
-        "spare", "spare", concurrency=1, extra_env={"ROUTING_CACHE_SECONDS": "0"}
-    )
-    try:
-        hostname = wait_for_worker("spare@", proc, timeout=120)
-        queue_routing.forget()
+def spare(celery_worker: str) -> Iterator[tuple[str, psutil.Process]]:
+    with spare_worker() as (hostname, proc):
         yield hostname, psutil.Process(proc.pid)
-    finally:
-        stop_process(proc)
-        eventually(lambda: not presence.consumers_of("spare"), 30, "the spare heartbeat going")
 
 
 @pytest.fixture
@@ -47,9 +38,9 @@ def staff() -> APIClient:
 
 
 def test_an_anonymous_prediction_runs_on_the_spare_worker_an_identified_one_never(
-    api_client, staff, celery_worker, spare_worker
+    api_client, staff, celery_worker, spare
 ):
-    spare, process = spare_worker
+    spare, process = spare
     pool = eventually(lambda: process.children(recursive=True), 30, "the spare worker's pool")
     assert {p.nice() for p in [process, *pool]} == {settings.SPARE_WORKER_NICE}
 
