@@ -24,7 +24,7 @@ from tests.support.waiting import eventually
 pytestmark = pytest.mark.integration
 CHILDREN = {
     *("redis", "queue-redis", "web", "worker-io", "worker-cpu", "beat", "sweeper", "ws"),
-    *("relay", "stream"),
+    *("worker-spare", "relay", "stream"),
 }
 ENV = {
     "PREDICTION_MODELS": "naive,ridge,arima",
