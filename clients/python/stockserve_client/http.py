@@ -1,4 +1,17 @@
-"""The REST API from Python: POST a question, wait with `?wait=`, honour `Retry-After`."""
+"""The REST API from Python: POST a question, wait with `?wait=`, honour `Retry-After`.
+
+A kept-alive connection may be closed by the server just as a request leaves on it
+(gunicorn closes an idle one after its keep-alive, 2 s by default; a proxy after its own;
+any server on a restart): the request fails with "Remote end closed connection without
+response", and the client cannot tell whether the server read it. So a request that may
+be sent twice (a GET) is sent again at once on a new connection, and one that may not (the
+POST that creates a prediction) always goes out on a new connection and is never sent
+again once it may have left. The API has no idempotency key: the same question sent again
+by the same client while it runs makes a second row (a follower of its own request,
+counted against its joins). A new connection per POST rather than reuse below an idle
+bound, because a client cannot know the server's keep-alive nor when it restarts; it costs
+one handshake per prediction, which then waits seconds for its answer.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +20,7 @@ from typing import Any
 from urllib.parse import quote
 
 import requests
+from urllib3.exceptions import ConnectTimeoutError
 
 from stockserve_client.errors import (
     BadRequest,
@@ -18,6 +32,9 @@ from stockserve_client.errors import (
 from stockserve_client.protocol import DONE, Answer, answer_from_prediction, check_question
 
 PREDICTIONS = "/api/v1/predictions/"
+# Methods whose effect is the same sent once or twice (RFC 9110, 9.2.2).
+IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
+TIMEOUT_S = 40  # above the longest `?wait=` the client asks for (30 s)
 
 
 class Client:
@@ -70,8 +87,13 @@ class Client:
     def _send(self, method: str, path: str, **kwargs: Any) -> dict[str, Any]:
         for attempt in range(self.max_retries + 1):
             try:
-                response = self.session.request(method, self.base_url + path, timeout=40, **kwargs)
+                response = self._request(method, path, **kwargs)
             except requests.ConnectionError as exc:
+                if method not in IDEMPOTENT and not _never_sent(exc):
+                    raise ServiceUnavailable(
+                        f"The connection to {self.base_url} broke after the {method} was "
+                        f"sent; it was not sent again, as the service may have taken it: {exc}"
+                    ) from exc
                 if attempt == self.max_retries:
                     raise ServiceUnavailable(
                         f"The service at {self.base_url} is unreachable: {exc}"
@@ -95,6 +117,32 @@ class Client:
                 raise BadRequest(message)
             raise ServiceUnavailable(f"HTTP {response.status_code}: {message}")
         raise AssertionError("unreachable")  # pragma: no cover
+
+    def _request(self, method: str, path: str, **kwargs: Any) -> requests.Response:
+        """One request on a connection the server cannot have closed unseen: a new one for
+        a method that may not be sent twice; for one that may, a kept-alive one, and a new
+        one again at once when the server closed that under the request."""
+        url = self.base_url + path
+        if method not in IDEMPOTENT:
+            self.session.close()  # the kept-alive connections go; the settings stay
+            return self.session.request(method, url, timeout=TIMEOUT_S, **kwargs)
+        try:
+            return self.session.request(method, url, timeout=TIMEOUT_S, **kwargs)
+        except requests.ConnectionError as exc:
+            if _never_sent(exc):
+                raise
+            self.session.close()
+            return self.session.request(method, url, timeout=TIMEOUT_S, **kwargs)
+
+
+def _never_sent(exc: requests.ConnectionError) -> bool:
+    """True when no byte of the request can have reached the server: no connection was
+    made (refused, a name not resolved, a connect timeout; urllib3's NewConnectionError is a
+    ConnectTimeoutError)."""
+    if isinstance(exc, requests.ConnectTimeout):
+        return True
+    reason = getattr(exc.args[0], "reason", None) if exc.args else None
+    return isinstance(reason, ConnectTimeoutError)
 
 
 def _sentence(response: requests.Response) -> str:
