@@ -128,10 +128,10 @@ bench-models: setup  ## every model on every offline symbol: train, warm start, 
 	$(PY) -m benchmarks.bench_models $(BENCH_MODELS_ARGS)
 
 evaluate: setup  ## nested walk-forward evaluation: skill, bands, coverage, unsure; writes var/evaluation/ only
-	$(PY) -m benchmarks.evaluate $(EVALUATE_ARGS)
+	$(PY) -m predictions.evaluation.evaluate $(EVALUATE_ARGS)
 
 adopt-evaluation: setup  ## the service takes var/evaluation/'s run: calibration, scorecard, docs/evaluation
-	$(PY) -m benchmarks.evaluate --adopt $(or $(RUN),var/evaluation)
+	$(PY) -m predictions.evaluation.evaluate --adopt $(or $(RUN),var/evaluation)
 
 bench-overhead: setup  ## orchestration cost per request: no-op chord vs direct calls vs bare Celery chord
 	$(PY) -m loadtests.bench_overhead $(BENCH_ARGS)

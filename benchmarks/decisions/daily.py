@@ -4,7 +4,7 @@ promotion test) on many years of prices instead of one replayed year.
 
 Every forecast for bar ``t`` comes from a model fitted on prices before the start of its
 block (refitted every ``refit_every`` bars, as the registry refreshes a light model) and
-predicted from ``prices[:t]`` in one batch per block (``benchmarks.evaluation.walkforward``).
+predicted from ``prices[:t]`` in one batch per block (``predictions.evaluation.walkforward``).
 σ(t) is the 1-day log-return sigma known at the origin: the served band's volatility model,
 its parameters refitted every ``VOL_REFIT_EVERY`` bars on earlier returns and filtered daily.
 
@@ -26,8 +26,8 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.evaluation import walkforward
-from benchmarks.evaluation.walkforward import FIRST_TRAIN, Windows, out_of_sample
+from predictions.evaluation import walkforward
+from predictions.evaluation.walkforward import FIRST_TRAIN, Windows, out_of_sample
 from predictions.forecasting import volatility
 from predictions.forecasting.calibration import load_calibration
 from predictions.forecasting.catalog import get_model_class

@@ -14,7 +14,7 @@ Knows nothing of Django, Celery or HTTP. Modules:
 - health, online: the sequential test of model health; Hedge weights (measured, unused)
 - bench: cost/skill benchmark table
 - scorecard: the offline evaluation's per-symbol results (scorecard.json); the evaluation
-  itself is benchmarks/evaluation/, which nothing here imports
+  itself is predictions/evaluation/, which nothing here imports
 
 Importing this package (or any module above except lstm, tcn, _deep) never imports TensorFlow.
 """

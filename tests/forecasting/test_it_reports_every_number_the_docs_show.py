@@ -3,8 +3,9 @@ from __future__ import annotations
 import json
 import math
 
-from benchmarks import evaluation_plots, evaluation_report
-from benchmarks.evaluation.nested import calibration_from, evaluate, run_models
+from predictions.evaluation import plots as evaluation_plots
+from predictions.evaluation import report as evaluation_report
+from predictions.evaluation.nested import calibration_from, evaluate, run_models
 from predictions.forecasting.scorecard import scorecard_from
 
 

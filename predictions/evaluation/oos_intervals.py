@@ -10,9 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.evaluation.combiner_replay import LEGACY, LEVELS, LIVE, Replay
-from benchmarks.evaluation.runs import SymbolRuns
-from benchmarks.evaluation.significance import dependence_length, mean_interval
+from predictions.evaluation.combiner_replay import LEGACY, LEVELS, LIVE, Replay
+from predictions.evaluation.runs import SymbolRuns
+from predictions.evaluation.significance import dependence_length, mean_interval
 from predictions.forecasting.calibration import INTERVAL_LEVEL, band, conformal_scale, needed_scale
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from benchmarks.evaluation.walkforward import OutOfSample, Windows
+from predictions.evaluation.walkforward import OutOfSample, Windows
 from predictions.forecasting.backtest import HOLDOUT, STEP
 from predictions.forecasting.calibration import INTERVAL_LEVEL, pooled_offsets
 from predictions.forecasting.catalog import BASELINE

@@ -1,4 +1,4 @@
-"""Markdown tables of a nested-evaluation report (see benchmarks/evaluate.py).
+"""Markdown tables of a nested-evaluation report (see predictions/evaluation/evaluate.py).
 
 Why: the report is JSON for machines; people read tables. The generated block of
 docs/evaluation.md is rewritten from them, the prose around it is not touched.
@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from benchmarks.evaluation.coverage_tests import verdict as coverage_verdict
+from predictions.evaluation.coverage_tests import verdict as coverage_verdict
 from predictions.forecasting.volatility import BASELINE, LABELS
 
 BEGIN, END = "<!-- evaluate:begin -->", "<!-- evaluate:end -->"

@@ -12,11 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.evaluation.band_tests import bootstrap_block
-from benchmarks.evaluation.combiner_replay import LEGACY, LIVE, Replay
-from benchmarks.evaluation.oos_bands import sigma_at
-from benchmarks.evaluation.runs import SymbolRuns
-from benchmarks.evaluation.significance import dependence_length, ratio_of_means_interval
+from predictions.evaluation.band_tests import bootstrap_block
+from predictions.evaluation.combiner_replay import LEGACY, LIVE, Replay
+from predictions.evaluation.oos_bands import sigma_at
+from predictions.evaluation.runs import SymbolRuns
+from predictions.evaluation.significance import dependence_length, ratio_of_means_interval
 from predictions.forecasting import doubt
 
 

@@ -36,14 +36,14 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from benchmarks.evaluation.band_choice import RULE, choose_band
-from benchmarks.evaluation.band_tests import bootstrap_block, christoffersen, dm_hln, kupiec
-from benchmarks.evaluation.combiner_replay import LEVELS, LIVE, Replay
-from benchmarks.evaluation.coverage_tests import coverage_tests
-from benchmarks.evaluation.fixed_b import dm_fixed_b
-from benchmarks.evaluation.joint_bootstrap import joint_mean, joint_skill
-from benchmarks.evaluation.runs import SymbolRuns
-from benchmarks.evaluation.significance import block_sums, mean_interval, percentile_interval
+from predictions.evaluation.band_choice import RULE, choose_band
+from predictions.evaluation.band_tests import bootstrap_block, christoffersen, dm_hln, kupiec
+from predictions.evaluation.combiner_replay import LEVELS, LIVE, Replay
+from predictions.evaluation.coverage_tests import coverage_tests
+from predictions.evaluation.fixed_b import dm_fixed_b
+from predictions.evaluation.joint_bootstrap import joint_mean, joint_skill
+from predictions.evaluation.runs import SymbolRuns
+from predictions.evaluation.significance import block_sums, mean_interval, percentile_interval
 from predictions.forecasting import har, volatility
 from predictions.forecasting.calibration import INTERVAL_LEVEL, band, conformal_scale
 from predictions.forecasting.multiple_testing import holm

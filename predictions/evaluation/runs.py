@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.evaluation.combiner_replay import LEGACY, LIVE, Replay, replay
-from benchmarks.evaluation.walkforward import (
+from predictions.evaluation.combiner_replay import LEGACY, LIVE, Replay, replay
+from predictions.evaluation.walkforward import (
     OutOfSample,
     Windows,
     out_of_sample,

@@ -11,12 +11,12 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from benchmarks.evaluation.combiner_replay import LIVE
-from benchmarks.evaluation.oos_bands import band_table, evaluate_bands
-from benchmarks.evaluation.oos_doubt import choose_rule, compare_rules, tune_unsure, unsure_table
-from benchmarks.evaluation.oos_intervals import coverage_tables, reliability, tune_interval_scale
-from benchmarks.evaluation.oos_scores import score_symbol
-from benchmarks.evaluation.runs import HORIZONS, SymbolRuns, run_models
+from predictions.evaluation.combiner_replay import LIVE
+from predictions.evaluation.oos_bands import band_table, evaluate_bands
+from predictions.evaluation.oos_doubt import choose_rule, compare_rules, tune_unsure, unsure_table
+from predictions.evaluation.oos_intervals import coverage_tables, reliability, tune_interval_scale
+from predictions.evaluation.oos_scores import score_symbol
+from predictions.evaluation.runs import HORIZONS, SymbolRuns, run_models
 from predictions.forecasting import doubt
 from predictions.forecasting.calibration import INTERVAL_LEVEL, Calibration
 from predictions.forecasting.multiple_testing import holm

@@ -18,11 +18,11 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.evaluation.band_tests import bootstrap_block, dm_hln
-from benchmarks.evaluation.combiner_replay import LEGACY, LIVE
-from benchmarks.evaluation.fixed_b import dm_fixed_b
-from benchmarks.evaluation.runs import SymbolRuns, log_actual
-from benchmarks.evaluation.significance import skill_interval
+from predictions.evaluation.band_tests import bootstrap_block, dm_hln
+from predictions.evaluation.combiner_replay import LEGACY, LIVE
+from predictions.evaluation.fixed_b import dm_fixed_b
+from predictions.evaluation.runs import SymbolRuns, log_actual
+from predictions.evaluation.significance import skill_interval
 from predictions.forecasting.catalog import BASELINE
 from predictions.forecasting.weighting import inverse_error_weights
 

@@ -7,9 +7,9 @@ chooses the band on the tune window, and scores everything on the test window. T
 held out for `make replay`, and the tables record the last date each symbol's evaluation
 saw. Writes tables (Markdown), the raw numbers (JSON) and plots (PNG) to ``--out``.
 
-    python -m benchmarks.evaluate            # everything, to var/evaluation/, ~2-3 min
-    python -m benchmarks.evaluate --quick    # AAPL and ^GSPC, no TensorFlow, ~30 s
-    python -m benchmarks.evaluate --adopt var/evaluation   # the service takes that run
+    python -m predictions.evaluation.evaluate            # everything, to var/evaluation/, ~2-3 min
+    python -m predictions.evaluation.evaluate --quick    # AAPL and ^GSPC, no TensorFlow, ~30 s
+    python -m predictions.evaluation.evaluate --adopt var/evaluation   # the service takes that run
 
 Evaluating is not adopting. A run writes only under ``--out`` (var/evaluation/ by
 default): its report, tables, plots and the calibration.json and scorecard.json it would
@@ -33,22 +33,23 @@ import time
 from pathlib import Path
 from typing import Any
 
-from benchmarks import evaluation_plots, evaluation_report
-from benchmarks.evaluation.nested import (
+from predictions.evaluation import plots as evaluation_plots
+from predictions.evaluation import report as evaluation_report
+from predictions.evaluation.nested import (
     HORIZONS,
     calibration_from,
     evaluate,
     run_models,
     seen_until,
 )
-from benchmarks.evaluation.runs import SymbolRuns
+from predictions.evaluation.runs import SymbolRuns
 from predictions.forecasting.calibration import TABLE_PATH
 from predictions.forecasting.catalog import DEFAULT_MODELS, MODEL_NAMES, get_spec
 from predictions.forecasting.range_variance import Bars
 from predictions.forecasting.scorecard import SCORECARD_PATH, scorecard_from
 from predictions.prices import SAMPLE_SYMBOLS, PriceHistory, load_sample
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "lab" / "records" / "evaluation"
 DOC_PAGE = ROOT / "lab" / "records" / "evaluation.md"
 QUICK_SYMBOLS = ["AAPL", "^GSPC"]
@@ -188,7 +189,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     report["run"] = {
         "command": "make evaluate"
         if args.full
-        else "python -m benchmarks.evaluate "
+        else "python -m predictions.evaluation.evaluate "
         + " ".join(f"--{k}" for k in ("quick",) if getattr(args, k))
         + ("" if args.full else " --models " + " ".join(args.models)),
         "full": args.full,
