@@ -9,8 +9,8 @@ APT_INSTALL := $(SUDO) apt-get install -y -q --no-install-recommends
 
 .PHONY: help run test test-fast setup check lint format types imports request-path generate migrations-check \
 	lint-playbooks browser test-hosts postgres promtool wrk token clean \
-	bench-api bench-models bench-overhead bench-events evaluate adopt-evaluation experiment soak \
-	step-load replay decisions shadow-cost request-cost cluster-bench abuse bench-batching
+	bench-api bench-models bench-overhead evaluate adopt-evaluation experiment \
+	step-load replay decisions request-cost cluster-bench abuse bench-batching
 
 help:  ## this list
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
@@ -112,14 +112,8 @@ replay: setup  ## a year of the offline market through the real stack: forecasts
 decisions: setup  ## the shadow judge's and model health's error rates on years of the models' real daily errors
 	$(PY) -m benchmarks.decisions
 
-shadow-cost: setup  ## warm predictions with shadow generations off, on, and judging a new recipe
-	$(PY) -m loadtests.shadow_cost $(SHADOW_COST_ARGS)
-
 abuse: setup  ## well-behaved clients with and without abusive ones beside them: answers, 5xx, p95, Redis memory, rows/hour
 	$(PY) -m loadtests.abuse $(ABUSE_ARGS)
-
-soak: setup  ## 30 minutes of mixed load; each process's memory at the start and the end (goal: < 10 % growth)
-	$(PY) -m loadtests.soak $(SOAK_ARGS)
 
 bench-batching: setup  ## the per-symbol LSTM's inference batched against one window per call at a p99 objective
 	$(PY) -m loadtests.bench_batching $(BENCH_BATCHING_ARGS)
@@ -135,9 +129,6 @@ adopt-evaluation: setup  ## the service takes var/evaluation/'s run: calibration
 
 bench-overhead: setup  ## orchestration cost per request: no-op chord vs direct calls vs bare Celery chord
 	$(PY) -m loadtests.bench_overhead $(BENCH_ARGS)
-
-bench-events: setup browser  ## live-event cost per task and events/s a connected dashboard keeps up with
-	$(PY) -m loadtests.bench_events $(BENCH_EVENTS_ARGS)
 
 # The short default run (< 10 min): arrivals slower than one worker answers, so the latencies
 # are the pipeline's, not a queue's; longer ones: make experiment EXPERIMENT_ARGS="--rate 0.3 --duration 120"

@@ -320,7 +320,6 @@ def report(
             "pipeline_seconds": (pipelines[1] or 0) / 1000 / days,
         },
         "models": args.models,
-        "weights": replay_analysis.compare_weights(db),
         "health": replay_analysis.health_alarms(db, fault(args.fault)),
         "demoted": query(
             db,
@@ -409,12 +408,6 @@ def write(results: dict[str, Any]) -> Path:
     refits = sum(1 for *_, why in results["promotions"] if why.startswith("refit"))
     decisions = results["decisions"]
     lines += [
-        "",
-        "## Online (Hedge) against backtest weights, on the same forecasts",
-        "",
-        replay_analysis.markdown(results["weights"]),
-        "",
-        replay_analysis.difference_sentence(results["weights"]),
         "",
         "## Model health in this replay",
         "",

@@ -1,5 +1,5 @@
 """Model health measured on years that chose nothing: false alarms and detection delay of
-the e-detector the service runs, beside the CUSUM it replaced.
+the e-detector the service runs.
 
 The detector (`predictions.forecasting.health`) watches one gap per (symbol, model) and
 day: the model's absolute 1-day log error minus the median of its peers', in units of the
@@ -34,7 +34,6 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from benchmarks.decisions import rules_before
 from benchmarks.decisions.daily import (
     CACHE_DIR,
     MODELS,
@@ -52,6 +51,7 @@ BIASES = (0.0025, 0.005, 0.01, 0.03)
 START_EVERY = 10  # trading days between fault starts
 FOLLOW = 120  # trading days a fault is followed; later or never counts as undetected
 FIRST_FAULT = 60  # trading days into a period before the first fault
+MIN_DAYS = 40  # a symbol with fewer days in a period is left out of it
 BOOTSTRAPS = 2000
 TRADING_DAYS = 252
 BAND_LEVEL, BAND_Z = 0.8, 1.2816  # the stand-in band: an 80 % normal band of sigma(t)
@@ -135,57 +135,6 @@ def first_alarm(
     return None
 
 
-@dataclass(frozen=True)
-class CusumTrace:
-    """The CUSUM before, with restarts (a new 40-day reference after each alarm)."""
-
-    segment: list[int]
-    total: list[float]
-    armed: list[bool]
-    alarms: list[int]
-    baselines: dict[int, tuple[float, float]]
-
-
-def trace_before(gaps: Sequence[float], h: float = rules_before.H) -> CusumTrace:
-    reference = rules_before.REFERENCE
-    n = len(gaps)
-    segment, total, armed = [0] * n, [0.0] * n, [False] * n
-    alarms: list[int] = []
-    baselines: dict[int, tuple[float, float]] = {}
-    seg, s, level, scale = 0, 0.0, 0.0, 1.0
-    for i in range(n):
-        segment[i] = seg
-        if i - seg < reference:
-            if i - seg == reference - 1:
-                level, scale = baselines[seg] = rules_before.baseline(gaps[seg : i + 1])
-            continue
-        armed[i] = True
-        s = rules_before.advance(s, gaps[i], level, scale)
-        total[i] = s
-        if s > h:
-            alarms.append(i)
-            seg, s = i + 1, 0.0
-    return CusumTrace(segment, total, armed, alarms, baselines)
-
-
-def first_alarm_before(
-    series: Series, healthy: CusumTrace, bias: float, start: int, follow: int
-) -> int | None:
-    """`first_alarm` for the CUSUM before."""
-    stop = min(start + follow, len(series.own))
-    seg = healthy.segment[start]
-    if start - seg < rules_before.REFERENCE:  # the fault falls inside a reference
-        verdict = rules_before.cusum(series.gaps(bias, start, seg, stop))
-        return None if verdict.alarm_at is None else seg + verdict.alarm_at - start + 1
-    level, scale = healthy.baselines[seg]
-    s = healthy.total[start - 1]
-    for offset, gap in enumerate(series.gaps(bias, start, start, stop)):
-        s = rules_before.advance(s, gap, level, scale)
-        if s > rules_before.H:
-            return offset + 1
-    return None
-
-
 def poisson_interval(count: int, exposure: float, level: float = 0.95) -> tuple[float, float]:
     """Exact (Garwood) interval of a Poisson rate: `count` events in `exposure`."""
     if exposure <= 0:
@@ -197,7 +146,7 @@ def poisson_interval(count: int, exposure: float, level: float = 0.95) -> tuple[
 
 
 def false_alarms(
-    traced: Sequence[tuple[Series, Trace | CusumTrace]],
+    traced: Sequence[tuple[Series, Trace]],
     within: Callable[[np.ndarray], np.ndarray] | None = None,
 ) -> dict[str, Any]:
     """Alarms per model-year of tested days, with the Poisson interval; `within` restricts
@@ -276,13 +225,10 @@ def measure(
     follow: int,
     bootstraps: int,
     seed: int,
-    before: bool = False,
 ) -> dict[str, Any]:
-    """False alarms (overall and in 2008-09) and the delay curve of the detector (or, with
-    `before`, the CUSUM it replaced) on one period."""
-    traced: list[tuple[Series, Trace | CusumTrace]] = [
-        (s, trace_before(s.gaps()) if before else trace(s.gaps())) for s in series
-    ]
+    """False alarms (overall and in 2008-09) and the delay curve of the detector on one
+    period."""
+    traced = [(s, trace(s.gaps())) for s in series]
     per_symbol = {
         symbol: false_alarms([(s, t) for s, t in traced if s.symbol == symbol])
         for symbol in dict.fromkeys(s.symbol for s in series)
@@ -293,10 +239,7 @@ def measure(
         clusters: list[str] = []
         for s, run in traced:
             for start in _starts(len(s.own), start_every, follow):
-                if isinstance(run, CusumTrace):
-                    found.append(first_alarm_before(s, run, bias, start, follow))
-                else:
-                    found.append(first_alarm(s, run, bias, start, follow))
+                found.append(first_alarm(s, run, bias, start, follow))
                 clusters.append(f"{s.symbol} {str(s.dates[start])[:4]}")
         delays[str(bias)] = delay_summary(found, clusters, follow, bootstraps, seed)
     return {
@@ -311,7 +254,7 @@ def band_alarms(errors: Sequence[DailyErrors], tuning: bool) -> dict[str, Any]:
     """The band watch over a stand-in band (naive forecast +- BAND_Z sigma(t)), restarted
     after each alarm: alarms per symbol-year, overall and in 2008-09, and the miss rate."""
     detector = health.band_detector(BAND_LEVEL)
-    traced: list[tuple[Series, Trace | CusumTrace]] = []
+    traced: list[tuple[Series, Trace]] = []
     misses, days = 0, 0
     for e in errors:
         keep = e.dates < TUNE_BEFORE if tuning else e.dates >= TUNE_BEFORE
@@ -346,7 +289,7 @@ def run(
         out = []
         for e in errors:
             keep = e.dates < TUNE_BEFORE if tuning else e.dates >= TUNE_BEFORE
-            if keep.sum() > rules_before.REFERENCE:
+            if keep.sum() > MIN_DAYS:
                 out.extend(series_of(e, keep, True))
         return out
 
@@ -372,11 +315,6 @@ def run(
             "false_alarms": false_alarms([(s, trace(s.gaps())) for s in tuning]),
         },
         "held_out": measure(held_out, *args),
-        "before": {
-            "settings": {"h": rules_before.H, "k": rules_before.K, "clip": rules_before.CLIP},
-            "tuning": false_alarms([(s, trace_before(s.gaps())) for s in tuning]),
-            "held_out": measure(held_out, *args, before=True),
-        },
         "band": {
             "level": BAND_LEVEL,
             "z": BAND_Z,
@@ -423,7 +361,7 @@ def _median(row: dict[str, Any], follow: int) -> str:
 def markdown(result: dict[str, Any]) -> str:
     """The report's section on model health."""
     follow = result["fault"]["follow"]
-    held, before = result["held_out"], result["before"]["held_out"]
+    held = result["held_out"]
     detector = result["detector"]
     goal = result["goal"]
     overall = held["false_alarms"]["rate"] or 0.0
@@ -439,19 +377,15 @@ def markdown(result: dict[str, Any]) -> str:
         f"alarm at {detector['threshold']:,.0f}: at most {detector['guaranteed_rate']:.1f} "
         f"false alarms per model-year under its null, by construction. σ from "
         f"`{result['sigma']}`; {', '.join(result['models'])} on "
-        f"{', '.join(result['symbols'])}. Beside it, the CUSUM before (H = "
-        f"{result['before']['settings']['h']:g}).",
+        f"{', '.join(result['symbols'])}.",
         "",
         "False alarms per model-year on healthy models (Poisson 95 % interval), with restarts:",
         "",
-        "| period | e-detector | CUSUM before |",
-        "| --- | --- | --- |",
-        f"| tuning years (< 2008) | {_rate(result['tuning']['false_alarms'])} | "
-        f"{_rate(result['before']['tuning'])} |",
-        f"| held-out years (2008 on) | {_rate(held['false_alarms'])} | "
-        f"{_rate(before['false_alarms'])} |",
-        f"| 2008-09 alone | {_rate(held['false_alarms_2008_09'])} | "
-        f"{_rate(before['false_alarms_2008_09'])} |",
+        "| period | e-detector |",
+        "| --- | --- |",
+        f"| tuning years (< 2008) | {_rate(result['tuning']['false_alarms'])} |",
+        f"| held-out years (2008 on) | {_rate(held['false_alarms'])} |",
+        f"| 2008-09 alone | {_rate(held['false_alarms_2008_09'])} |",
         "",
         f"Goal <= {goal} per model-year: held out "
         + ("**met**" if overall <= goal else "**missed**")
@@ -465,16 +399,14 @@ def markdown(result: dict[str, Any]) -> str:
         f"bootstrap resamples of whole clusters, a cluster being the "
         f"{result['bootstrap']['cluster']}):",
         "",
-        f"| bias | median now | within 10 now | within {follow} now | median before "
-        f"| within 10 before | faults |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        f"| bias | median | within 10 | within {follow} | faults |",
+        "| --- | --- | --- | --- | --- |",
     ]
     for bias in result["fault"]["biases"]:
-        now, then = held["delays"][str(bias)], before["delays"][str(bias)]
+        now = held["delays"][str(bias)]
         lines.append(
             f"| {bias * 100:g} % | {_median(now, follow)} | {now['within_10']:.0%} "
-            f"| {now['within_follow']:.0%} | {_median(then, follow)} "
-            f"| {then['within_10']:.0%} | {now['faults']} |"
+            f"| {now['within_follow']:.0%} | {now['faults']} |"
         )
     lines += [
         "",

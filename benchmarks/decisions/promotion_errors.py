@@ -4,8 +4,7 @@ real daily errors of the project's models.
 
     python -m benchmarks.decisions.promotion_errors  # prints it; var/decisions/promotion.json
 
-Every window is judged by the rule the service runs (predictions/forecasting/promotion.py)
-and by the rule before it (benchmarks/decisions/rules_before.py), on the same gains:
+Every window is judged by the rule the service runs (predictions/forecasting/promotion.py):
 
 * **Nulls, simulated without sign flips** (WINDOWS windows of MAX_DAYS days each): daily
   gains d (serving's capped loss minus the shadow's, in band half-widths) with mean 0:
@@ -38,7 +37,6 @@ from typing import Any
 import numpy as np
 from scipy.stats import binomtest
 
-from benchmarks.decisions import rules_before
 from benchmarks.decisions.daily import CACHE_DIR, MODELS, SYMBOLS, DailyErrors, daily_errors
 from predictions.forecasting import promotion
 from predictions.forecasting.catalog import create_model
@@ -65,8 +63,6 @@ Generator = Callable[[np.random.Generator, int, float], np.ndarray]
 class Trial:
     decision: str
     days: int
-    before_promotes: bool  # the rule before promoted this window
-    before_days: int
     mean_gain: float  # over the whole window: > 0 when the shadow erred less there
     delta: float  # that mean in standard deviations of the daily gain
 
@@ -228,14 +224,11 @@ def _losses(errors: np.ndarray, scale: np.ndarray) -> np.ndarray:
 def _judge_many(windows: np.ndarray) -> list[Trial]:
     trials = []
     for gains, verdict in zip(windows, promotion.decide_many(windows), strict=True):
-        promoted, day = rules_before.promotes(gains)
         spread = float(gains.std())
         trials.append(
             Trial(
                 verdict.decision,
                 verdict.days,
-                promoted,
-                day,
                 float(gains.mean()),
                 float(gains.mean()) / spread if spread > 0 else 0.0,
             )
@@ -334,11 +327,10 @@ def _delta(deltas: list[float]) -> dict[str, float]:
 
 def _summary(trials: list[Trial], right: str) -> dict[str, Any]:
     """Counts, the share promoted with a 95 % interval, the share that ended in `right`,
-    the days to it, and the same for the rule before."""
+    and the days to it."""
     n = len(trials)
     promoted = sum(t.decision == promotion.PROMOTE for t in trials)
     hits = [t.days for t in trials if t.decision == right]
-    before = [t.before_days for t in trials if t.before_promotes]
     low, high = _interval(promoted, n)
     return {
         "trials": n,
@@ -352,8 +344,6 @@ def _summary(trials: list[Trial], right: str) -> dict[str, Any]:
         "verdict": right,
         "verdict_share": len(hits) / n if n else None,
         "days_to_verdict": _quartiles(hits),
-        "before_promoted_share": len(before) / n if n else None,
-        "before_days_to_promotion": _quartiles(before),
     }
 
 
@@ -379,43 +369,39 @@ def markdown(result: dict[str, Any]) -> str:
         f"exp(bet * sum(y) - psi(bet) * V) on y = gain / {rule['clip_half_widths']:g} "
         f"(Choe and Ramdas's e-process for their weak null; V the larger of sum(y^2) and a "
         f"{rule['lags']}-lag long-run variance); promote at {1 / rule['alpha']:.0f}, reject "
-        f"when the mirrored one reaches it or after {rule['max_days']} days. Before: bets on "
-        f"gains rescaled by their own past rms (`benchmarks/decisions/rules_before.py`).",
+        f"when the mirrored one reaches it or after {rule['max_days']} days.",
         "",
         f"**False promotions under nulls without sign flips** ({result['windows']:,} windows "
         f"of {rule['max_days']} days each; spreads: the real pairs' median standard deviation "
         f"{spreads['real']:.3f} and {spreads['stress']:g} half-widths):",
         "",
-        "| null (mean gain 0) | spread | promoted now (95 % interval) | promoted before |",
-        "| --- | --- | --- | --- |",
+        "| null (mean gain 0) | spread | promoted (95 % interval) |",
+        "| --- | --- | --- |",
     ]
     for name, by_spread in result["nulls"].items():
         for label, row in by_spread.items():
             low, high = row["promoted_interval"]
             lines.append(
                 f"| {name} | {_spread(label, spreads)} | {_pct(row['promoted_share'])} "
-                f"({_pct(low)}-{_pct(high)}) | {_pct(row['before_promoted_share'])} |"
+                f"({_pct(low)}-{_pct(high)}) |"
             )
     worst = max(row["promoted_share"] for rows in result["nulls"].values() for row in rows.values())
     lines += [
         "",
-        f"Highest false-promotion rate now: {_pct(worst)} (goal <= 5 % in every row).",
+        f"Highest false-promotion rate: {_pct(worst)} (goal <= 5 % in every row).",
         "",
         f"**Power**: a shadow better by delta standard deviations of the daily gain, promoted "
         f"within {rule['max_days']} days (days to promotion: quartiles):",
         "",
-        "| delta | gains | spread | promoted now | days (25 / 50 / 75 %) | promoted before "
-        "| days before |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "| delta | gains | spread | promoted | days (25 / 50 / 75 %) |",
+        "| --- | --- | --- | --- | --- |",
     ]
     for delta, by_gains in result["power"].items():
         for name, by_spread in by_gains.items():
             for label, row in by_spread.items():
                 lines.append(
                     f"| {delta} | {name} | {_spread(label, spreads)} "
-                    f"| {_pct(row['promoted_share'])} | {_days(row['days_to_verdict'])} "
-                    f"| {_pct(row['before_promoted_share'])} "
-                    f"| {_days(row['before_days_to_promotion'])} |"
+                    f"| {_pct(row['promoted_share'])} | {_days(row['days_to_verdict'])} |"
                 )
     refits = result["refits"]
     lines += [
@@ -423,21 +409,19 @@ def markdown(result: dict[str, Any]) -> str:
         "**Real errors: refits and shadows made worse or better** (right verdict within "
         f"{rule['max_days']} days):",
         "",
-        "| shadow | delta | trials | right verdict now | days (25 / 50 / 75 %) "
-        "| wrongly promoted now | promoted before |",
-        "| --- | --- | --- | --- | --- | --- | --- |",
+        "| shadow | delta | trials | right verdict | days (25 / 50 / 75 %) | wrongly promoted |",
+        "| --- | --- | --- | --- | --- | --- |",
         f"| the same recipe refitted {REFIT_GAP} bars later (median size of delta "
         f"{_num(refits['median_abs_delta'])}; {refits['promoted_with_positive_gain']} of "
         f"{refits['promoted']} promoted gained in their window) | – | {refits['trials']:,} "
-        f"| – | – | {_pct(refits['promoted_share'])} | {_pct(refits['before_promoted_share'])} |",
+        f"| – | – | {_pct(refits['promoted_share'])} |",
     ]
     for name, row in result["constructed"].items():
         wrong = row["promoted_share"] if row["verdict"] == "reject" else None
         lines.append(
             f"| {name} | {_num(row.get('delta'))} | {row['trials']:,} "
             f"| {_pct(row['verdict_share'])} ({row['verdict']}) "
-            f"| {_days(row['days_to_verdict'])} | {_pct(wrong)} "
-            f"| {_pct(row['before_promoted_share'])} |"
+            f"| {_days(row['days_to_verdict'])} | {_pct(wrong)} |"
         )
     lines += ["", f"({result['seconds']} s)"]
     return "\n".join(lines)

@@ -12,7 +12,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 APPLICATION = ("api", "webui", "serving", "workers", "predictions", "provisioning", "config")
-EVERYWHERE = (*APPLICATION, "launch", "devstack", "loadtests", "benchmarks", "tests")
+EVERYWHERE = (*APPLICATION, "launch", "devstack", "loadtests", "lab", "tests")
 
 # (pattern, where it is retired, what says it now)
 RETIRED = [
