@@ -195,7 +195,7 @@ class DeepForecaster(Forecaster):
             with network.lock:
                 network.load(weights, token)
                 # predict_on_batch skips model.predict()'s per-call data pipeline
-                # (docs/benchmarks.md).
+                # (lab/records/benchmarks.md).
                 return np.asarray(network.model.predict_on_batch(rows))
 
         padded = batching.padded_to_powers_of_two(run)
