@@ -36,7 +36,6 @@ if TYPE_CHECKING:  # a Django module: importing it before django.setup() would f
     from predictions.results import StageRecord
 
 
-
 class _Clock:
     """A stage record without a Celery task (the direct path has none)."""
 

@@ -55,6 +55,17 @@ RETIRED = [
         EVERYWHERE,
         "nothing: the pooled network is gone (docs/models.md)",
     ),
+    (
+        r"(?<![\w/])benchmarks[./](?!md\b)|\bloadtests[./](abuse\w*|bench_\w+|cluster\w*|cpu\w*"
+        r"|market_replay|noop_\w+|redis_kill_check|request_cost|step_load)\b",
+        EVERYWHERE,
+        "their home in lab/ (the offline evaluation's in predictions/evaluation/)",
+    ),
+    (
+        r"\bforecasting[./]online\b|\bhedge_weights\b|\brules_before\b|\bslow_predictions\b",
+        EVERYWHERE,
+        "nothing: retired (lab/README.md)",
+    ),
 ]
 
 
