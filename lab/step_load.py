@@ -323,8 +323,7 @@ def main(argv: list[str] | None = None) -> int:
             shutil.rmtree(workdir, ignore_errors=True)
     run = {
         "started": stamp,
-        "command": "python -m lab.step_load "
-        + shlex.join(sys.argv[1:] if argv is None else argv),
+        "command": "python -m lab.step_load " + shlex.join(sys.argv[1:] if argv is None else argv),
         "steps": args.step_list,
         "settings": vars(args) | {"step_list": None, "mode_list": None},
         "machine": f"{os.cpu_count()} CPU cores",

@@ -1,8 +1,6 @@
-"""`step-load`'s report, lab/reports/step-load-<timestamp>/:
-
-    report.md, results.json  p95 latency, io queue wait, worker-seconds per deployment
-    step-load.png            arrival rate, io queue wait, p95 latency and workers over time
-"""
+"""`step-load`'s report, in lab/reports/step-load-<timestamp>/: report.md and results.json
+(p95 latency, io queue wait and worker-seconds per deployment) and step-load.png (arrival
+rate, io queue wait, p95 latency and workers over time)."""
 
 from __future__ import annotations
 

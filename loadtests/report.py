@@ -26,8 +26,6 @@ import matplotlib
 matplotlib.use("Agg")  # files only, no display
 import matplotlib.pyplot as plt  # noqa: E402
 
-from loadtests import latencies  # noqa: E402
-
 # --- shared by every report
 
 

@@ -103,7 +103,7 @@ def band_plots(report: dict[str, Any], out: Path) -> None:
     top.set_ylabel(f"{example['horizon']}-day move, % of the origin price")
     top.set_title(f"{example['symbol']}, test window: the 80 % bands and what happened")
     if dated:
-        top.xaxis.set_major_locator(mdates.YearLocator())
+        top.xaxis.set_major_locator(mdates.YearLocator())  # type: ignore[no-untyped-call]
     top.legend(loc="lower left", fontsize=8, ncols=3)
     shown = ("residual", "ewma", "garch", "gjr", str(bands.get("winner")))
     names = [n for n in dict.fromkeys(shown) if n in next(iter(bands["terciles"].values()))]

@@ -152,4 +152,3 @@ def test_the_report_states_each_goal_with_both_sides_of_the_open_loop():
     assert "| p50 ≤ 150 | met |" in text
     assert "| ≤ 1.10 | **not met** |" in text  # the restart, 1.3×
     assert "| ≤ 1.2 | met |" in text  # the no-op chord
-
