@@ -34,7 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from predictions.evaluation import plots as evaluation_plots
-from predictions.evaluation import report as evaluation_report
+from predictions.evaluation import tables as evaluation_tables
 from predictions.evaluation.nested import (
     HORIZONS,
     calibration_from,
@@ -121,7 +121,7 @@ def adopt(run_dir: Path) -> str:
     for name in ("results.json", "tables.md", "reliability.png", "coverage.png", "bands.png"):
         if (run_dir / name).exists():
             shutil.copyfile(run_dir / name, DOCS / name)
-    evaluation_report.update_page(DOC_PAGE, report)
+    evaluation_tables.update_page(DOC_PAGE, report)
     return source
 
 
@@ -204,7 +204,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     }
     args.out.mkdir(parents=True, exist_ok=True)
     (args.out / "results.json").write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
-    tables = evaluation_report.tables(report)
+    tables = evaluation_tables.tables(report)
     (args.out / "tables.md").write_text(tables, encoding="utf-8")
     evaluation_plots.plots(report, args.out)
     source = f"not adopted: {report['run']['command']} on {report['run']['date']}"
@@ -215,7 +215,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     (args.out / "scorecard.json").write_text(
         json.dumps(scorecard, indent=1) + "\n", encoding="utf-8"
     )
-    print(evaluation_report.summary(report))
+    print(evaluation_tables.summary(report))
     print(f"wrote {args.out} in {elapsed:.0f} s; the service is unchanged", end="")
     print(" (make adopt-evaluation takes this run)" if args.full else " (a partial run)")
     return report

@@ -5,10 +5,18 @@ up to t; the arrays line up."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from lab.decisions.daily import compute_daily_errors
+from predictions.forecasting.bench import sample_prices
 
 MODELS = ("naive", "ridge", "arima")
+
+
+@pytest.fixture(scope="module")
+def series() -> dict[str, np.ndarray]:
+    """AAPL's adjusted closes, 2000-2013 (the forecasting tests' sample)."""
+    return {"AAPL": sample_prices("AAPL")}
 
 
 def _run(prices: np.ndarray):
