@@ -1,5 +1,5 @@
 # Two commands matter: `make run` (the whole stack) and `make test` (every test).
-# `make help` lists the others.
+# `make help` lists the others; the measurements are the lab's: `make -C lab help`.
 PYTHON ?= python3
 VENV ?= .venv
 PY := $(VENV)/bin/python
@@ -7,10 +7,8 @@ STAMP := $(VENV)/.installed-stamp
 SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_INSTALL := $(SUDO) apt-get install -y -q --no-install-recommends
 
-.PHONY: help run test test-fast setup check lint format types imports request-path generate migrations-check \
-	lint-playbooks browser test-hosts postgres promtool wrk token clean \
-	bench-api bench-models bench-overhead bench-events evaluate adopt-evaluation experiment soak \
-	step-load replay decisions shadow-cost request-cost cluster-bench abuse bench-batching
+.PHONY: help setup run test test-fast check lint format generate token packages \
+	evaluate adopt-evaluation experiment clean
 
 help:  ## this list
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
@@ -36,7 +34,7 @@ POSTGRES_TESTS := tests/api tests/market tests/workers tests/webui \
 # Files go out in the suite's order (the long ones first; tests/conftest.py), not by size.
 TEST_PROCESSES ?= 2
 PARALLEL := -n $(TEST_PROCESSES) --dist loadfile --no-loadscope-reorder
-test: setup browser test-hosts postgres promtool check  ## every test (SQLite), then the database-heavy ones on PostgreSQL
+test: setup packages check  ## every test (SQLite, the lab's included), then the database-heavy ones on PostgreSQL
 	$(PY) -m pytest $(PARALLEL)
 	TEST_DATABASE=postgres $(PY) -m pytest $(PARALLEL) -m "not browser" $(POSTGRES_TESTS)
 
@@ -44,7 +42,13 @@ test-fast: setup  ## the tests without a browser, worker processes or test hosts
 	$(PY) -m pytest $(PARALLEL) -m "not browser and not integration" \
 		--ignore=tests/provisioning/test_provisioning_on_test_hosts.py
 
-check: lint types imports migrations-check lint-playbooks  ## every static check test runs first
+PLAYBOOKS := site.yml add_worker.yml remove_worker.yml status.yml scheduler.yml monitoring.yml
+check: lint  ## every static check (make test runs it first): ruff, mypy, import-linter, migrations, playbooks, generated files
+	$(PY) -m mypy
+	$(VENV)/bin/lint-imports
+	$(PY) manage.py makemigrations --check --dry-run
+	cd playbooks && PATH="$(abspath $(VENV))/bin:$$PATH" ansible-lint --offline
+	cd playbooks && PATH="$(abspath $(VENV))/bin:$$PATH" ansible-playbook --syntax-check $(PLAYBOOKS)
 	$(PY) -m devstack.render --check
 
 lint: setup  ## ruff: lint rules and formatting
@@ -55,89 +59,27 @@ format: setup  ## apply ruff's formatting and fixes
 	$(PY) -m ruff format .
 	$(PY) -m ruff check --fix .
 
-types: setup  ## mypy with the Django and DRF plugins (strict on predictions/forecasting)
-	$(PY) -m mypy
-
-imports: setup  ## import-linter: the layers and rules of docs/architecture.md
-	$(VENV)/bin/lint-imports
-
-request-path: setup  ## one REST prediction traced: the modules it enters, its returns to one it left, climbs up a layer
-	$(PY) -m pytest tests/architecture/test_a_rest_predictions_path_never_climbs_a_layer.py -q -s -p no:cacheprovider
-
 generate: setup  ## rewrite docker-compose.yml, the Dockerfile and the playbooks' commands from launch/process_catalog.py
 	$(PY) -m devstack.render
-
-migrations-check: setup
-	$(PY) manage.py makemigrations --check --dry-run
-
-PLAYBOOKS := site.yml add_worker.yml remove_worker.yml status.yml scheduler.yml monitoring.yml
-lint-playbooks: setup  ## ansible-lint (production profile, offline) and --syntax-check
-	cd playbooks && PATH="$(abspath $(VENV))/bin:$$PATH" ansible-lint --offline
-	cd playbooks && PATH="$(abspath $(VENV))/bin:$$PATH" ansible-playbook --syntax-check $(PLAYBOOKS)
-
-browser:  ## Debian's Chromium for the browser tests (Playwright drives it; no browser download)
-	@command -v chromium >/dev/null 2>&1 || { $(SUDO) apt-get update -q && $(APT_INSTALL) chromium; }
-
-postgres:  ## Debian's postgresql, for the tests' throwaway cluster (nothing is left running)
-	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1 || \
-		{ $(SUDO) apt-get update -q && $(APT_INSTALL) postgresql; }
-
-promtool:  ## Debian's prometheus package, for promtool: the alert rules' checks and unit tests
-	@command -v promtool >/dev/null 2>&1 || { $(SUDO) apt-get update -q && $(APT_INSTALL) prometheus; }
-
-test-hosts:  ## Debian's openssh-server: the provisioning test runs an sshd in each test host
-	@[ -x /usr/sbin/sshd ] || { $(SUDO) apt-get update -q && $(APT_INSTALL) openssh-server; }
-
-wrk:  ## Debian's wrk, for make bench-api
-	@command -v wrk >/dev/null 2>&1 || { $(SUDO) apt-get update -q && $(APT_INSTALL) wrk; }
 
 token: setup  ## make token USER=alice: an API token for that user
 	$(PY) manage.py create_api_token $(USER)
 
-bench-api: setup wrk  ## the serving hot path against a bare Django view and a bare Celery chord
-	$(PY) -m loadtests.bench_api $(BENCH_API_ARGS)
-
-step-load: setup  ## low, high, low arrivals with autoscaling off and on: p95, queue wait, worker-seconds
-	$(PY) -m loadtests.step_load $(STEP_LOAD_ARGS)
-
-request-cost: setup postgres  ## what one cached, warm and cold request costs Redis and the database (--database postgres: PostgreSQL)
-	$(PY) -m loadtests.request_cost $(REQUEST_COST_ARGS)
-
-cluster-bench: setup test-hosts postgres  ## cold and warm predictions/s that k = 1, 2, 4 worker hosts (namespaces, a CPU-quota slice each) sustain
-	$(PY) -m loadtests.cluster_bench $(CLUSTER_BENCH_ARGS)
-
-replay: setup  ## a year of the offline market through the real stack: forecasts of record, live coverage, bar -> forecast, the decisions' error rates
-	$(PY) -m loadtests.market_replay $(REPLAY_ARGS)
-
-decisions: setup  ## the shadow judge's and model health's error rates on years of the models' real daily errors
-	$(PY) -m benchmarks.decisions
-
-shadow-cost: setup  ## warm predictions with shadow generations off, on, and judging a new recipe
-	$(PY) -m loadtests.shadow_cost $(SHADOW_COST_ARGS)
-
-abuse: setup  ## well-behaved clients with and without abusive ones beside them: answers, 5xx, p95, Redis memory, rows/hour
-	$(PY) -m loadtests.abuse $(ABUSE_ARGS)
-
-soak: setup  ## 30 minutes of mixed load; each process's memory at the start and the end (goal: < 10 % growth)
-	$(PY) -m loadtests.soak $(SOAK_ARGS)
-
-bench-batching: setup  ## the per-symbol LSTM's inference batched against one window per call at a p99 objective
-	$(PY) -m loadtests.bench_batching $(BENCH_BATCHING_ARGS)
-
-bench-models: setup  ## every model on every offline symbol: train, warm start, predict, memory, skill
-	$(PY) -m benchmarks.bench_models $(BENCH_MODELS_ARGS)
+# Debian's packages the tests use, each installed only when missing: chromium (Playwright
+# drives it; no browser download), openssh-server (an sshd in each test host), postgresql
+# (the tests' throwaway cluster; nothing is left running) and prometheus (promtool).
+packages:  ## Debian's chromium, openssh-server, postgresql and prometheus, where missing
+	@command -v chromium >/dev/null 2>&1 || { $(SUDO) apt-get update -q && $(APT_INSTALL) chromium; }
+	@[ -x /usr/sbin/sshd ] || { $(SUDO) apt-get update -q && $(APT_INSTALL) openssh-server; }
+	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1 || \
+		{ $(SUDO) apt-get update -q && $(APT_INSTALL) postgresql; }
+	@command -v promtool >/dev/null 2>&1 || { $(SUDO) apt-get update -q && $(APT_INSTALL) prometheus; }
 
 evaluate: setup  ## nested walk-forward evaluation: skill, bands, coverage, unsure; writes var/evaluation/ only
-	$(PY) -m benchmarks.evaluate $(EVALUATE_ARGS)
+	$(PY) -m predictions.evaluation.evaluate $(EVALUATE_ARGS)
 
 adopt-evaluation: setup  ## the service takes var/evaluation/'s run: calibration, scorecard, docs/evaluation
-	$(PY) -m benchmarks.evaluate --adopt $(or $(RUN),var/evaluation)
-
-bench-overhead: setup  ## orchestration cost per request: no-op chord vs direct calls vs bare Celery chord
-	$(PY) -m loadtests.bench_overhead $(BENCH_ARGS)
-
-bench-events: setup browser  ## live-event cost per task and events/s a connected dashboard keeps up with
-	$(PY) -m loadtests.bench_events $(BENCH_EVENTS_ARGS)
+	$(PY) -m predictions.evaluation.evaluate --adopt $(or $(RUN),var/evaluation)
 
 # The short default run (< 10 min): arrivals slower than one worker answers, so the latencies
 # are the pipeline's, not a queue's; longer ones: make experiment EXPERIMENT_ARGS="--rate 0.3 --duration 120"

@@ -3,7 +3,7 @@
 Why: an API client asking a question someone already asked should cost about what a plain
 Django view costs. A DRF view with DRF's throttles costs several times the web CPU per
 answer, and a middleware inside Django's stack still more than this WSGI wrapper (the
-service's figures, and the command that measures them, are in docs/benchmarks.md). So a
+service's figures, and the command that measures them, are in docs/figures.md). So a
 plain question (a JSON body with a symbol and a horizon, no session cookie, no query
 string, anonymous or with a token Redis knows) is answered here: one Lua script
 counts the client in its rate-limit window, fetches the stored answer and counts the hit.
@@ -18,7 +18,7 @@ WhiteNoise uses for static files: a WSGI wrapper around Django's application.
 What Django's middleware decides depends only on the host and the scheme a request names,
 so it is worked out once per (host, scheme) and kept (`Verdicts`); the script runs on a
 connection of the thread's own (`run_answer_script`). Both were most of this path's CPU
-beyond the bare view's (docs/benchmarks.md, `make bench-api`).
+beyond the bare view's (docs/figures.md, `make -C lab bench-api`).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """ASGI entry point: websockets for the live pages (and HTTP, for single-server setups).
 
 `make run` serves this with uvicorn next to gunicorn, which keeps the HTTP API on WSGI
-workers (Django's ASGI handler measured several times slower; docs/benchmarks.md). Run
+workers (Django's ASGI handler measured several times slower; lab/records/benchmarks.md). Run
 with `--lifespan off`: ProtocolTypeRouter has no lifespan handler (docs/architecture.md, rule 12).
 """
 

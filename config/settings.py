@@ -265,7 +265,7 @@ CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 # A task's result is read only by its chord's callback, within the request's deadline (the
 # finished prediction lives in the database). An hour of them held ~180 MB of Redis in a
-# 30-minute soak (`make soak`).
+# 30-minute soak (lab/records/benchmarks.md; the soak was retired).
 CELERY_RESULT_EXPIRES = PREDICTION_TIMEOUT + 60
 # Redelivery of unacknowledged messages: keep this above the hard time limit.
 # A task's limits, the broker's redelivery and a request's deadline must nest (checked

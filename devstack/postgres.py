@@ -6,7 +6,7 @@ multi-machine deployment uses.
 socket in that directory too), `pg_ctl start`, and at the end `pg_ctl stop` and the
 directory removed. PostgreSQL refuses to run as root, so as root the cluster belongs to
 the `postgres` user Debian's package creates. `make test` installs the package
-(`make postgres`) when no `initdb` is found.
+(`make packages`) when no `initdb` is found.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ def server_bin() -> Path:
     if on_path:
         return Path(on_path).parent
     raise FileNotFoundError(
-        "No PostgreSQL server found: run `make postgres` (Debian's postgresql)."
+        "No PostgreSQL server found: run `make packages` (Debian's postgresql)."
     )
 
 

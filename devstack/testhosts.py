@@ -42,7 +42,7 @@ def unavailable_reason() -> str | None:
     if os.geteuid() != 0:
         return "network namespaces need root"
     if not os.path.exists(SSHD):
-        return "sshd is missing: run `make test-hosts` (Debian's openssh-server)"
+        return "sshd is missing: run `make packages` (Debian's openssh-server)"
     if not shutil.which("ip"):
         return "iproute2 (`ip`) is missing"
     return None

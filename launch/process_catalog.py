@@ -48,7 +48,7 @@ def web(
 
     WSGI, not ASGI: Django's ASGI handler served the API several times slower here. No
     access log by default: at thousands of cached answers a second it buries the workers'
-    logs, and its handler lock showed in profiles under load (figures: docs/benchmarks.md,
+    logs, and its handler lock showed in profiles under load (figures: lab/records/benchmarks.md,
     "Measurements behind design choices").
     """
     args: list[object] = ["-m", "gunicorn", app, "--bind", bind, "--worker-class", "gthread"]

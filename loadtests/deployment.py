@@ -1,13 +1,10 @@
-"""How every measurement starts what it measures, waits for it and stops it: the one
-stack starter (`serve`, through `devstack.supervisor`) and the one readiness wait
-(`wait_until`), used by two kinds of deployment:
-
-- `Deployment`: one configuration of an experiment, process by process: its own
-  redis-server, SQLite database and VAR_DIR under a temporary directory, a gunicorn web
-  server and N Celery workers (`manage.py start_worker`, each its own process and hostname,
-  standing in for a machine that consumes `io` and `cpu`);
-- `Stack`: `make run`'s launcher (`python -m devstack`, the catalog's `stack()`) with its own
-  VAR_DIR, ports, Redis and database, rate limits raised above the load.
+"""How a measurement starts what it measures, waits for it and stops it: the one stack
+starter (`serve`, through `devstack.supervisor`) and the one readiness wait (`wait_until`).
+`Deployment` is one configuration of an experiment, process by process: its own
+redis-server, SQLite database and VAR_DIR under a temporary directory, a gunicorn web
+server and N Celery workers (`manage.py start_worker`, each its own process and hostname,
+standing in for a machine that consumes `io` and `cpu`). The lab's `make run` stack is
+`lab.harness.Stack`, on the same two.
 
 Every process is a child of the tool's Supervisor (`restart=False`), so it stops whatever
 happens, and a child that dies while waited for fails the run at once.
@@ -35,7 +32,6 @@ from devstack.supervisor import Supervisor
 from launch import process_catalog
 
 ROOT = process_catalog.ROOT
-REPORTS = ROOT / "loadtests" / "reports"
 QUESTION = {"symbol": "AAPL", "horizon": 5}
 PREDICTIONS = "/api/v1/predictions/"
 WORKERS_KEY = "stockserve:workers"  # serving.presence.WORKERS_KEY (no Django here)
@@ -295,85 +291,3 @@ def start_web(
     proc, _ = serve(sup, name, command.argv(), ready, env=env, log_path=log_path,
                     timeout_s=timeout_s)  # fmt: skip
     return base, proc
-
-
-@dataclass
-class Stack:
-    """One `make run` stack (`python -m devstack`) with its own VAR_DIR, ports, Redis and
-    database; `extra` are this deployment's settings, `root` the checkout it runs."""
-
-    sup: Supervisor
-    var_dir: Path
-    logs: Path
-    port: int = field(default_factory=free_port)
-    proc: subprocess.Popen[bytes] | None = None
-    extra: dict[str, str] = field(default_factory=dict)
-    root: Path = ROOT
-
-    @property
-    def base(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def env(self) -> dict[str, str]:
-        keep = {k: v for k, v in os.environ.items() if not k.startswith(("REDIS_", "DATABASE_"))}
-        return {
-            **keep,
-            "VAR_DIR": str(self.var_dir),
-            "PORT": str(self.port),
-            "WS_PORT": str(free_port()),
-            "THROTTLE_ANON": "100000000/min",
-            "PRECOMPUTE_SYMBOLS": "",  # no background work between the measurements
-            # The market stands still: `make run`'s replay clock moves a day every 10 s and
-            # each new day makes every cached answer stale (a recomputation), which put
-            # 300-900 ms into the cached path's p99 (measured 2026-11-25).
-            "MARKET_CLOCK": "live",
-            "THROTTLE_USER": "100000000/min",
-            "THROTTLE_EXPENSIVE": "100000000/min",
-            "PRICE_PROVIDERS": "sample",
-            "MENTION_PROVIDERS": "sample",
-            "LOG_LEVEL": "WARNING",
-            "TF_CPP_MIN_LOG_LEVEL": "3",
-            **self.extra,
-        }
-
-    def start(self, timeout_s: float = 240) -> float:
-        """Start and wait for `/readyz`; seconds it took."""
-        log = self.logs / f"stack-{int(time.time())}.log"
-        argv, ready = process_catalog.stack().argv(), answers(f"{self.base}/readyz")
-        self.proc, took = serve(
-            self.sup, "stack", argv, ready, env=self.env(), log_path=log, cwd=self.root,
-            timeout_s=timeout_s,
-        )  # fmt: skip
-        return took
-
-    def stop(self) -> None:
-        if self.proc is not None:
-            self.sup.stop(self.proc, 40)  # the launcher stops its children first
-            self.proc = None
-
-    def manage(self, *args: str) -> str:
-        out = subprocess.run(
-            process_catalog.manage(*args).argv(),
-            cwd=self.root,
-            env=self.env(),
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-        return out.stdout.strip()
-
-
-def predict(base: str, token: str, **body: Any) -> tuple[float, dict[str, Any]]:
-    """Submit and wait for the final state; (latency ms as the client saw it, prediction)."""
-    headers = {"Authorization": f"Token {token}"}
-    start = time.perf_counter()
-    response = requests.post(f"{base}{PREDICTIONS}", json={**QUESTION, **body}, headers=headers)
-    response.raise_for_status()
-    prediction = response.json()
-    while prediction["status"] not in ("done", "failed"):
-        url = f"{base}{prediction['links']['self']}?wait=60"
-        prediction = requests.get(url, headers=headers, timeout=90).json()
-    latency = (time.perf_counter() - start) * 1000
-    if prediction["status"] != "done":
-        raise RuntimeError(f"prediction failed: {prediction['error']}")
-    return latency, prediction

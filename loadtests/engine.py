@@ -12,11 +12,11 @@ Why asyncio over raw HTTP/1.1 keep-alive connections: the client shares the mach
 the server it measures, so its own CPU must stay small; one event loop (uvloop when
 installed) holds thousands of arrivals in flight where a thread per arrival would not.
 
-Every load that `make` offers is a schedule over `run`: `make bench-api` (one request per
-arrival), `make step-load`, `make experiment` and `make cluster-bench` (predictions
-submitted, then long-polled until final), `make soak` (a mix of both), `make
-bench-batching` (calls into a batcher in the same process, no HTTP). Each arrival
-becomes one `rawlog.Row`, the raw data every reported statistic is computed from.
+Every load the project offers is a schedule over `run`: `make experiment` and the lab's
+`step-load` and `cluster-bench` (predictions submitted, then long-polled until final),
+`bench-api` (one request per arrival), `bench-batching` (calls into a batcher in the same
+process, no HTTP). Each arrival becomes one `rawlog.Row`, the raw data every reported
+statistic is computed from.
 
     python -m loadtests.engine --host http://127.0.0.1:8000 --rate 2 --seconds 30 --cold
 """

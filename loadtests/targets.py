@@ -8,7 +8,7 @@
 
 A model's cost grows with the length of the symbol's history, so latencies are compared
 symbol by symbol and the median of the per-symbol ratios is the verdict. The overhead
-target (chord of 8 no-ops ≤ 1.2 × a bare Celery chord) is `loadtests/bench_overhead.py`'s.
+target (chord of 8 no-ops ≤ 1.2 × a bare Celery chord) is `lab/bench_overhead.py`'s.
 """
 
 from __future__ import annotations

@@ -102,7 +102,7 @@ def client_ident(request: Any) -> str:
     NUM_PROXIES says.
 
     DRF's `get_ident`, read from META directly: building `request.headers` showed in the
-    cached path's profile (docs/benchmarks.md).
+    cached path's profile (lab/records/benchmarks.md).
     """
     return address_key(_client_address(request))
 

@@ -54,7 +54,7 @@ def on_new_day(day: str) -> None:
     predictions replace them (at most PREDICTION_TIMEOUT): the askers of a watched question
     stay on the fast path while it is computed again, instead of all taking the full path
     to join it, which at a few hundred questions a second saturated the web processes for
-    seconds after each new day (docs/benchmarks.md, `make bench-api --replay`)."""
+    seconds after each new day (docs/figures.md, `make -C lab bench-api ARGS=--replay`)."""
     version = time.time()
     in_flight = refresh_watchlist(day)
     answer_cache.supersede_all(version, keep=in_flight, grace=settings.PREDICTION_TIMEOUT)

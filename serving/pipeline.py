@@ -17,7 +17,7 @@ from serving import final, queue_routing, signatures
 
 def warm_up_dispatch() -> None:
     """Load the result backend and a broker connection with our queues declared now; the
-    first dispatch in a web process otherwise paid for them (docs/benchmarks.md)."""
+    first dispatch in a web process otherwise paid for them (lab/records/benchmarks.md)."""
     app = current_app
     app.finalize(auto=True)  # binds the shared tasks
     app.backend  # noqa: B018 - created on first use (an entry-point scan)

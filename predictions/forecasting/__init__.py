@@ -11,10 +11,10 @@ Knows nothing of Django, Celery or HTTP. Modules:
 - combine: inverse-error ensemble, the band, the sentiment tilt beside it, doubt flag
   (weighting: the weights; calibration: which band serves and its stretch,
   calibration.json; volatility: σ(t, h) for the volatility band; doubt: the `unsure` rule)
-- health, online: the sequential test of model health; Hedge weights (measured, unused)
+- health: the sequential test of model health
 - bench: cost/skill benchmark table
 - scorecard: the offline evaluation's per-symbol results (scorecard.json); the evaluation
-  itself is benchmarks/evaluation/, which nothing here imports
+  itself is predictions/evaluation/, which nothing here imports
 
 Importing this package (or any module above except lstm, tcn, _deep) never imports TensorFlow.
 """

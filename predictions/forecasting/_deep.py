@@ -59,8 +59,9 @@ class _SharedNetwork:
     """One compiled Keras network per architecture, reused by every forecaster in the process.
 
     Why: each new model's traced train/predict functions stay in the backend's caches (a leak per
-    fit in a long-lived worker; `make soak`) and retracing costs about a second. Forecasters
-    keep their own weights as arrays and load them here before training or predicting.
+    fit in a long-lived worker, measured by the soak in lab/records/benchmarks.md) and retracing
+    costs about a second. Forecasters keep their own weights as arrays and load them here
+    before training or predicting.
     """
 
     def __init__(self, model: keras.Model, learning_rate: float, key: str = "") -> None:
@@ -194,7 +195,7 @@ class DeepForecaster(Forecaster):
             with network.lock:
                 network.load(weights, token)
                 # predict_on_batch skips model.predict()'s per-call data pipeline
-                # (docs/benchmarks.md).
+                # (lab/records/benchmarks.md).
                 return np.asarray(network.model.predict_on_batch(rows))
 
         padded = batching.padded_to_powers_of_two(run)

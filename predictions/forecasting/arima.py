@@ -18,7 +18,7 @@ from threadpoolctl import ThreadpoolController
 from .base import Forecaster, ForecastError
 
 # The state-space matrices are tiny: multi-threaded BLAS only adds contention (measured in
-# docs/benchmarks.md, "Measurements behind design choices"), so ARIMA runs single-threaded.
+# lab/records/benchmarks.md, "Measurements behind design choices"), so ARIMA runs single-threaded.
 _BLAS = ThreadpoolController()
 
 

@@ -23,7 +23,7 @@ alarms per model-year. No single day can raise it (each day multiplies R by at m
 1 + b * (HIGH - NULL_MEAN)).
 
 NULL_MEAN is the tuning years' (2003-2007) mean clipped gap plus 0.05; LOW, HIGH and BETS
-only set how fast a fault is caught (docs/model-health.md), never the guarantee.
+only set how fast a fault is caught (docs/figures.md), never the guarantee.
 
 The same detector watches the band itself (`band_watch`): a day's miss is the realized
 price outside the served band, and its null is that the band misses at most its nominal

@@ -1,7 +1,7 @@
 """A REST prediction, traced from the view through the gate to its dispatch: which modules
 it enters, how often it comes back to one it left, and whether a call ever climbs up an
-import layer (a lower layer calling a higher one through a callback). `make request-path`
-prints the figures."""
+import layer (a lower layer calling a higher one through a callback). `pytest -s` on this
+file prints the figures."""
 
 from __future__ import annotations
 

@@ -12,7 +12,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 APPLICATION = ("api", "webui", "serving", "workers", "predictions", "provisioning", "config")
-EVERYWHERE = (*APPLICATION, "launch", "devstack", "loadtests", "benchmarks", "tests")
+EVERYWHERE = (*APPLICATION, "launch", "devstack", "loadtests", "lab", "tests")
 
 # (pattern, where it is retired, what says it now)
 RETIRED = [
@@ -54,6 +54,17 @@ RETIRED = [
         r"\bGLOBAL_MODEL_\w+",
         EVERYWHERE,
         "nothing: the pooled network is gone (docs/models.md)",
+    ),
+    (
+        r"(?<![\w/])benchmarks[./](?!md\b)|\bloadtests[./](abuse\w*|bench_\w+|cluster\w*|cpu\w*"
+        r"|market_replay|noop_\w+|redis_kill_check|request_cost|step_load)\b",
+        EVERYWHERE,
+        "their home in lab/ (the offline evaluation's in predictions/evaluation/)",
+    ),
+    (
+        r"\bforecasting[./]online\b|\bhedge_weights\b|\brules_before\b|\bslow_predictions\b",
+        EVERYWHERE,
+        "nothing: retired (lab/README.md)",
     ),
 ]
 

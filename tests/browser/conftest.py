@@ -24,7 +24,7 @@ def browser() -> Iterator[object]:
 
     executable = shutil.which("chromium") or shutil.which("chromium-browser")
     if executable is None:
-        pytest.fail("Chromium is not installed: run `make browser` (Debian package chromium).")
+        pytest.fail("Chromium is not installed: run `make packages` (Debian package chromium).")
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
         yield browser

@@ -1,5 +1,5 @@
 """A model whose forecasts turn 3 % high is demoted within the delay model health states
-(a median of at most 20 trading days; docs/model-health.md), on a typical stock's day
+(a median of at most 20 trading days; docs/figures.md), on a typical stock's day
 (sigma 1 %) and a stormy one (sigma 2 %), and never before the fault."""
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from benchmarks import evaluate
+from predictions.evaluation import evaluate
 from predictions.forecasting import volatility
 from predictions.forecasting.calibration import TABLE_PATH, Calibration
 from predictions.forecasting.scorecard import SCORECARD_PATH

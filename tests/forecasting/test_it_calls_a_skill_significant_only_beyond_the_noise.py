@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from benchmarks.evaluation.significance import (
+from predictions.evaluation.significance import (
     dependence_length,
     diebold_mariano,
     skill_interval,

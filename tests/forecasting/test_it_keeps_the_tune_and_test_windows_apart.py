@@ -4,8 +4,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from benchmarks.evaluation import walkforward
-from benchmarks.evaluation.walkforward import out_of_sample, plan_windows
+from predictions.evaluation import walkforward
+from predictions.evaluation.walkforward import out_of_sample, plan_windows
 from predictions.forecasting.naive import NaiveDrift
 
 

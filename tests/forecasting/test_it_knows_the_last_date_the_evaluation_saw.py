@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from benchmarks.evaluate import HELD_OUT_BARS, evaluated_part
-from benchmarks.evaluation.nested import seen_until as seen_in_report
+from predictions.evaluation.evaluate import HELD_OUT_BARS, evaluated_part
+from predictions.evaluation.nested import seen_until as seen_in_report
 from predictions.forecasting import calibration
 from predictions.forecasting.calibration import Calibration
 from predictions.prices import load_sample

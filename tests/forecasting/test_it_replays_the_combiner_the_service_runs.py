@@ -3,8 +3,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from benchmarks.evaluation.combiner_replay import LEGACY, LIVE, replay
-from benchmarks.evaluation.walkforward import out_of_sample, plan_windows
+from predictions.evaluation.combiner_replay import LEGACY, LIVE, replay
+from predictions.evaluation.walkforward import out_of_sample, plan_windows
 from predictions.forecasting.backtest import HOLDOUT
 from predictions.forecasting.calibration import Calibration, band
 from predictions.forecasting.combine import combine

@@ -3,8 +3,9 @@ from __future__ import annotations
 import json
 import math
 
-from benchmarks import evaluation_plots, evaluation_report
-from benchmarks.evaluation.nested import calibration_from, evaluate, run_models
+from predictions.evaluation import plots as evaluation_plots
+from predictions.evaluation import tables as evaluation_tables
+from predictions.evaluation.nested import calibration_from, evaluate, run_models
 from predictions.forecasting.scorecard import scorecard_from
 
 
@@ -41,7 +42,7 @@ def test_a_small_evaluation_yields_finite_tables_calibration_and_scorecard(serie
     assert (
         card["symbols"]["AAPL"]["models"]["ridge"]["5"]["n_origins"] == rows["ridge"]["n_origins"]
     )
-    markdown = evaluation_report.tables(report)
+    markdown = evaluation_tables.tables(report)
     assert "| AAPL | ridge |" in markdown and "ensemble (tuned weights)" in markdown
     evaluation_plots.plots(report, tmp_path)
     assert (tmp_path / "reliability.png").stat().st_size > 0

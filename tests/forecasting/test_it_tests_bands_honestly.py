@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from benchmarks.evaluation import band_tests
-from benchmarks.evaluation.significance import diebold_mariano
+from predictions.evaluation import band_tests
+from predictions.evaluation.significance import diebold_mariano
 from predictions.forecasting.multiple_testing import holm
 
 

@@ -10,8 +10,8 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.evaluation.runs import SymbolRuns
-from benchmarks.evaluation.walkforward import OutOfSample
+from predictions.evaluation.runs import SymbolRuns
+from predictions.evaluation.walkforward import OutOfSample
 from predictions.forecasting.catalog import DEFAULT_MODELS, MODEL_NAMES
 
 SETTINGS = Path(__file__).resolve().parents[2] / "config" / "settings.py"

@@ -86,7 +86,7 @@ def render(tmp_path: Path, extravars: dict[str, object]) -> Path:
 def promtool(*args: str) -> subprocess.CompletedProcess[str]:
     binary = shutil.which("promtool")
     if binary is None:
-        pytest.fail("promtool is not installed: run `make promtool` (Debian package prometheus).")
+        pytest.fail("promtool is not installed: run `make packages` (Debian package prometheus).")
     return subprocess.run([binary, *args], capture_output=True, text=True, timeout=60)
 
 

@@ -24,7 +24,7 @@ RECORDED = re.compile(r"\bstockserve:[a-z0-9_:]+\b")
 def promtool(*args: str) -> subprocess.CompletedProcess[str]:
     binary = shutil.which("promtool")
     if binary is None:
-        pytest.fail("promtool is not installed: run `make promtool` (Debian package prometheus).")
+        pytest.fail("promtool is not installed: run `make packages` (Debian package prometheus).")
     return subprocess.run([binary, *args], cwd=FILES, capture_output=True, text=True, timeout=60)
 
 

@@ -1,0 +1,168 @@
+"""`make -C lab bench-api`'s cached answers: the service against a reference in the same minutes.
+
+`wrk` (32 connections) posts the same question to the service and to a minimal Django
+project serving one JSON view of the same bytes under the same gunicorn command line
+(`lab/bare_django.py`), alternating rounds; then an open-loop run at fixed rates
+(`loadtests.engine`, exact percentiles) on each. With `--replay`, the open loop runs again
+on a stack under `make run`'s replay clock (a new market day every
+REPLAY_SECONDS_PER_DAY, which makes every cached answer stale, and make run's watchlist),
+so the p99 says what a new day costs the askers (`replay_clock`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import statistics
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import requests
+
+from devstack.supervisor import Supervisor
+from lab.harness import Stack
+from loadtests import engine
+from loadtests.deployment import PREDICTIONS, QUESTION, ROOT, start_web, wait_until
+
+
+def measure(
+    stack: Stack, sup: Supervisor, token: str, workdir: Path, rounds: int, seconds: int,
+    rates: list[float], open_seconds: float,
+) -> dict[str, Any]:  # fmt: skip
+    """The cached path with and without a token, and at fixed rates, against the reference."""
+    body = requests.post(f"{stack.base}{PREDICTIONS}", json=QUESTION).content
+    (workdir / "answer.json").write_bytes(body)
+    bare_url = start_reference(sup, workdir / "answer.json", workdir / "logs")
+    return {
+        "answer_bytes": len(body),
+        "cached": cached_rounds(stack, bare_url, rounds, seconds, workdir, token),
+        "open_loop": [
+            open_loop_pair(f"{stack.base}{PREDICTIONS}", bare_url, rate, open_seconds)
+            for rate in rates
+        ],
+    }
+
+
+WRK_LUA = """wrk.method = "POST"
+wrk.body = '{body}'
+wrk.headers["Content-Type"] = "application/json"
+{auth}"""
+
+
+def parse_wrk(text: str) -> dict[str, Any]:
+    """Requests/sec, latency percentiles (ms) and errors from `wrk --latency` output."""
+
+    def ms(value: str) -> float:
+        number, unit = re.fullmatch(r"([\d.]+)(us|ms|s)", value).groups()  # type: ignore[union-attr]
+        return float(number) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
+
+    rps = re.search(r"Requests/sec:\s+([\d.]+)", text)
+    pct = dict(re.findall(r"^\s+(50|75|90|99)%\s+(\S+)", text, re.M))
+    non_2xx = re.search(r"Non-2xx or 3xx responses: (\d+)", text)
+    sockets = re.search(
+        r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)", text
+    )
+    return {
+        "rps": float(rps.group(1)) if rps else 0.0,
+        "p50_ms": ms(pct["50"]) if "50" in pct else None,
+        "p99_ms": ms(pct["99"]) if "99" in pct else None,
+        "non_2xx": int(non_2xx.group(1)) if non_2xx else 0,
+        "socket_errors": sum(int(n) for n in sockets.groups()) if sockets else 0,
+    }
+
+
+def wrk(url: str, seconds: int, workdir: Path, token: str | None = None) -> dict[str, Any]:
+    script = workdir / ("post-token.lua" if token else "post.lua")
+    auth = f'wrk.headers["Authorization"] = "Token {token}"' if token else ""
+    script.write_text(WRK_LUA.format(body=json.dumps(QUESTION), auth=auth))
+    argv = ["wrk", "-t2", "-c32", f"-d{seconds}s", "--latency", "-s", str(script), url]
+    return parse_wrk(subprocess.run(argv, capture_output=True, text=True, check=True).stdout)
+
+
+def cached_rounds(
+    stack: Stack, bare_url: str, rounds: int, seconds: int, workdir: Path, token: str
+) -> dict[str, Any]:
+    """Service and reference alternately, so machine noise hits both alike."""
+    service, reference, with_token = [], [], []
+    for _ in range(rounds):
+        service.append(wrk(f"{stack.base}{PREDICTIONS}", seconds, workdir))
+        reference.append(wrk(bare_url, seconds, workdir))
+    for _ in range(max(1, rounds // 2)):
+        with_token.append(wrk(f"{stack.base}{PREDICTIONS}", seconds, workdir, token))
+
+    def median_of(runs: list[dict[str, Any]], key: str) -> float | None:
+        values = [r[key] for r in runs if r[key] is not None]
+        return statistics.median(values) if values else None
+
+    summary: dict[str, Any] = {
+        name: {key: median_of(runs, key) for key in ("rps", "p50_ms", "p99_ms")}
+        | {"errors": sum(r["non_2xx"] + r["socket_errors"] for r in runs), "rounds": runs}
+        for name, runs in (("service", service), ("reference", reference), ("token", with_token))
+    }
+    summary["ratio"] = summary["service"]["rps"] / summary["reference"]["rps"]
+    summary["token_ratio"] = summary["token"]["rps"] / summary["reference"]["rps"]
+    return summary
+
+
+def open_loop_pair(service_url: str, bare_url: str, rate: float, seconds: float) -> dict[str, Any]:
+    """The service at a fixed rate, then the reference at the same rate: one row of the table."""
+    summary = fixed_rate(service_url, rate, seconds)
+    summary["reference"] = fixed_rate(bare_url, rate, seconds)
+    return summary
+
+
+def fixed_rate(url: str, rate: float, seconds: float) -> dict[str, Any]:
+    """The question POSTed `rate` times a second for `seconds`: exact percentiles."""
+    base, _, path = url.partition(PREDICTIONS)
+    job = engine.one_request("POST", PREDICTIONS + path, json.dumps(QUESTION).encode())
+    arrivals = [engine.Arrival(at, "http", "question", job) for at in engine.steady(rate, seconds)]
+    rows: list[Any] = []
+    info = engine.run(base, arrivals, rows.append, drain_s=10)
+    return {"target_rps": rate, **engine.summary(rows, info["elapsed_s"])}
+
+
+def start_reference(sup: Supervisor, body_file: Path, logs: Path) -> str:
+    """A minimal Django project serving `body_file` as one JSON view, under the same
+    gunicorn command line (lab/bare_django.py)."""
+    env = {**os.environ, "BARE_BODY_FILE": str(body_file)}
+    base, _ = start_web(
+        sup, env, logs / "reference.log", 2, 8, name="reference",
+        app="lab.bare_django:application", probe=PREDICTIONS, method="POST", json=QUESTION,
+    )  # fmt: skip
+    return f"{base}{PREDICTIONS}"
+
+
+# `make run`'s replay: a market day every 10 s, and its watchlist (config/settings.py's
+# PRECOMPUTE_SYMBOLS default), which Stack otherwise empties.
+REPLAY = {
+    "MARKET_CLOCK": "replay",
+    "REPLAY_SECONDS_PER_DAY": "10",
+    "PRECOMPUTE_SYMBOLS": "AAPL,MSFT,GOOG",
+}
+
+
+def replay_clock(
+    sup: Supervisor, workdir: Path, rate: float, seconds: float, root: Path = ROOT
+) -> dict[str, Any]:
+    """The cached question at a fixed rate on a stack of its own under the replay clock,
+    once it has a stored answer: each new day in the run drops every answer, and the
+    askers wait for (or pay for) the recomputation; the statuses count the 202s."""
+    logs = workdir / "logs"
+    logs.mkdir(parents=True, exist_ok=True)
+    stack = Stack(sup, workdir / "var", logs, extra=REPLAY, root=root)
+    url = f"{stack.base}{PREDICTIONS}"
+    answered = lambda: requests.post(url, json=QUESTION, timeout=30).status_code == 200  # noqa: E731
+    try:
+        stack.start()
+        wait_until(answered, time.monotonic() + 180, "a stored answer under the replay clock", sup)
+        summary = fixed_rate(url, rate, seconds)
+    finally:
+        stack.stop()
+    return {
+        **summary,
+        "seconds": seconds,
+        "seconds_per_day": float(REPLAY["REPLAY_SECONDS_PER_DAY"]),
+    }
