@@ -174,6 +174,9 @@ def replay(args: argparse.Namespace) -> dict[str, Any]:
         base, ws_port = stack.base, stack.extra["WS_PORT"]
         session = requests.Session()
         session.headers["Authorization"] = f"Token {staff_token(stack.env())}"
+        # A clock step is not idempotent, so it never rides a kept-alive connection the
+        # server may close under it (gunicorn's keep-alive is 2 s): each request its own.
+        session.headers["Connection"] = "close"
         followers = Followers(f"ws://127.0.0.1:{ws_port}", base, symbols)
         clock = session.get(f"{base}/api/v1/clock/", timeout=10).json()
         started = time.monotonic()
