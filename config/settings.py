@@ -316,7 +316,7 @@ REPLAY_AUTOSTART = env_bool("REPLAY_AUTOSTART", True)
 # How often beat looks at a replay's clock: seconds.
 CLOCK_CHECK_SECONDS = env_float("CLOCK_CHECK_SECONDS", 1.0, minimum=0.1)
 # A fault injected on purpose (workers/faults.py), `model:bias:date` such as
-# ridge:0.03:2012-09-04: for the tests and `make replay` only, so refused outside a replay
+# ridge:0.03:2012-09-04: for the tests and `make -C lab replay` only, so refused outside a replay
 # and in production.
 FAULT_INJECTION = env_fault("FAULT_INJECTION")
 if FAULT_INJECTION and (MARKET_CLOCK != "replay" or DEPLOYMENT == "production"):

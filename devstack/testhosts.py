@@ -6,7 +6,7 @@ made here. Ansible reaches them over real SSH, checking the host keys. The names
 the filesystem, so each host gets its own prefix. Everything is torn down at the end,
 including processes the playbooks left inside.
 
-Why here: the provisioning tests and `make cluster-bench` both provision real workers onto
+Why here: the provisioning tests and `make -C lab cluster-bench` both provision real workers onto
 such hosts; sshd is started through the supervisor like every other long-running process.
 """
 

@@ -3,7 +3,7 @@ straggler never holds the answer.
 
 `FAULT_INJECTION=model:bias:date` (e.g. `ridge:0.03:2012-09-04`) multiplies that model's
 forecasts by (1 + bias) from that bar on. Settings refuse it outside a replay and in
-production (`config/settings.py`): it exists for the tests and `make replay` only, never
+production (`config/settings.py`): it exists for the tests and `make -C lab replay` only, never
 in a served configuration. The run says it was tampered with (`fault_injected`).
 `FAULT_HANG=model:seconds` (e.g. `ridge:5`) holds that model back before it runs, under
 the same guard: its run is late, not lost (workers/stragglers.py).

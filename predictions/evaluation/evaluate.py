@@ -4,7 +4,7 @@ Trains each model per block of an earlier (tune) and a later (test) window, repl
 live combiner at every origin, tunes the interval stretch and the `unsure` threshold and
 chooses the band on the tune window, and scores everything on the test window. The last
 251 bars of every symbol (a trading year and the day before it) are never loaded: they are
-held out for `make replay`, and the tables record the last date each symbol's evaluation
+held out for `make -C lab replay`, and the tables record the last date each symbol's evaluation
 saw. Writes tables (Markdown), the raw numbers (JSON) and plots (PNG) to ``--out``.
 
     python -m predictions.evaluation.evaluate            # everything, to var/evaluation/, ~2-3 min
@@ -54,9 +54,9 @@ DOCS = ROOT / "lab" / "records" / "evaluation"
 DOC_PAGE = ROOT / "lab" / "records" / "evaluation.md"
 QUICK_SYMBOLS = ["AAPL", "^GSPC"]
 QUICK_MODELS = ["naive", "ridge", "arima"]
-# Never loaded by the evaluation: a trading year (250 bars) for `make replay`, plus the bar
+# Never loaded by the evaluation: a trading year (250 bars) for `make -C lab replay`, plus the bar
 # before it, so a replay's first forecast (made on its first day's close) is out of sample
-# too. For the stocks the evaluation ends 2012-02-29 and `make replay` starts 2012-03-01.
+# too. For the stocks the evaluation ends 2012-02-29 and `make -C lab replay` starts 2012-03-01.
 HELD_OUT_BARS = 251
 MIN_EVALUATED_BARS = 500  # fewer bars left after the held-out year and a symbol is skipped
 

@@ -21,7 +21,7 @@ def test_the_stocks_evaluation_ends_the_day_before_make_replay_starts():
     seen = evaluated_part(history)
 
     assert seen is not None and len(history) - len(seen) == HELD_OUT_BARS
-    assert seen.last_bar_date == datetime.date(2012, 2, 29)  # make replay starts 2012-03-01
+    assert seen.last_bar_date == datetime.date(2012, 2, 29)  # make -C lab replay starts 2012-03-01
     assert evaluated_part(load_sample("FB")) is None  # 196 bars: nothing left to evaluate
 
 

@@ -1,4 +1,4 @@
-"""`make abuse`'s rotating anonymous client sends each request from a new IPv6 /64 of the
+"""`make -C lab abuse`'s rotating anonymous client sends each request from a new IPv6 /64 of the
 documentation prefix (as X-Forwarded-For, which the stack trusts with NUM_PROXIES=1), so
 the service's per-address keys (an IPv6 address counts by its /64) see a new client
 every time."""

@@ -1,4 +1,4 @@
-"""`make abuse` states the database's growth per hour from two counts of every table."""
+"""`make -C lab abuse` states the database's growth per hour from two counts of every table."""
 
 from __future__ import annotations
 

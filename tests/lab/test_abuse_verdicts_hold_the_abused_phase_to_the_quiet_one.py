@@ -1,4 +1,4 @@
-"""`make abuse`'s table: each goal met or not, the abused phase held to the quiet one."""
+"""`make -C lab abuse`'s table: each goal met or not, the abused phase held to the quiet one."""
 
 from __future__ import annotations
 

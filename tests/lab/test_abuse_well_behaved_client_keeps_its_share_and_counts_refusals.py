@@ -1,4 +1,4 @@
-"""`make abuse`'s well-behaved REST client keeps to its share: never more questions in
+"""`make -C lab abuse`'s well-behaved REST client keeps to its share: never more questions in
 flight than it was given, a POST refused at admission (503) or a `?wait=` poll refused
 asked again, each refusal counted on its row, and the question still answered. Against a
 small HTTP server of the test's own that refuses the first POST and the first poll."""

@@ -1,4 +1,5 @@
-"""make bench-api's pieces: it reads wrk's report, and its reference view serves the bytes."""
+"""`make -C lab bench-api`'s pieces: it reads wrk's report, and its reference view serves
+the bytes."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`make bench-batching`'s ladder: a step counts only when every request was answered
+"""`make -C lab bench-batching`'s ladder: a step counts only when every request was answered
 within the objective, latencies count from when a request was due, and the report puts
 the two modes, the served model and AIMD's sizes side by side."""
 

@@ -1,4 +1,4 @@
-"""`make replay` starts, by default, on the first weekday after the last day the adopted
+"""`make -C lab replay` starts, by default, on the first weekday after the last day the adopted
 evaluation saw of the watched symbols, so its live figures share no data with it."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """A new market day makes every earlier answer stale on both paths: the stored bytes go,
 and an earlier finished prediction no longer answers from the database, so the next
 request computes one and stores it again (before, a new day left every question on the
-slow path for good: ~300 requests/s instead of thousands, measured with make bench-api)."""
+slow path for good: ~300 requests/s instead of thousands, measured with make -C lab bench-api)."""
 
 from __future__ import annotations
 

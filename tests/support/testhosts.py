@@ -1,6 +1,6 @@
 """The provisioning test's hosts: network namespaces with an sshd each.
 
-They live in `devstack.testhosts`, shared with `make cluster-bench`, which provisions real
+They live in `devstack.testhosts`, shared with `make -C lab cluster-bench`, which provisions real
 workers onto the same kind of hosts.
 """
 

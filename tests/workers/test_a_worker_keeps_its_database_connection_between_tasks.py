@@ -2,7 +2,7 @@
 
 Celery's Django fixup closed every connection before and after each task, so on
 PostgreSQL every task paid for a new connection (about two thirds of a cold request's
-PostgreSQL CPU, `make request-cost --database postgres`). Now Celery closes them only
+PostgreSQL CPU, `make -C lab request-cost ARGS="--database postgres"`). Now Celery closes them only
 every CELERY_DB_REUSE_MAX tasks and the worker applies Django's own rule between tasks:
 CONN_MAX_AGE and the health check, as for a web request. On SQLite CONN_MAX_AGE is 0 (a
 file, reopened cheaply, so the web process and the workers never hold a stale snapshot),
