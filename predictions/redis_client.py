@@ -14,12 +14,14 @@ The stream interface's Redis is `serving.stream_redis.get_queue_redis()`.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import time
 import uuid
 
 import redis
+import redis.connection
 from django.conf import settings
 from redis.commands.core import Script
 
@@ -51,7 +53,20 @@ def prediction_redises() -> list[redis.Redis]:
 @functools.cache
 def _client(url: str) -> redis.Redis:
     """One pool per URL, so a role pointed elsewhere (a test's setting) gets its own."""
-    return redis.Redis.from_url(url, socket_timeout=5, socket_connect_timeout=2)
+    return redis.Redis.from_url(
+        url, socket_timeout=5, socket_connect_timeout=2, redis_connect_func=never_evicted
+    )
+
+
+def never_evicted(connection: redis.connection.AbstractConnection) -> None:
+    """The service's own connections are exempt from `maxmemory-clients` (CLIENT NO-EVICT):
+    past that bound Redis closes the clients with the largest buffers, which should be a
+    restricted user's (a market reader, a stream client), never the connection admission
+    or the answers go through. Redis before 7.0 evicts no client and has no such command."""
+    connection.on_connect()
+    with contextlib.suppress(redis.ResponseError):
+        connection.send_command("CLIENT", "NO-EVICT", "ON")
+        connection.read_response()
 
 
 _scripts: dict[tuple[int, str], Script] = {}

@@ -12,34 +12,25 @@ used, and a system check warns under DEPLOYMENT=production.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 from typing import Any
 
 import redis
-import redis.connection
 from django.conf import settings
 from django.core.checks import Warning, register
 from redis.commands.core import Script
 
-from predictions.redis_client import registered_script
+from predictions.redis_client import never_evicted, registered_script
 
 
 @functools.cache
 def _client(url: str) -> redis.Redis:
+    """The service's connections here are never evicted either: a consumer reading a
+    hostile client's 1 MB entries holds the largest reply buffer, and evicting it would
+    stop every client's answers."""
     return redis.Redis.from_url(
-        url, socket_timeout=5, socket_connect_timeout=2, redis_connect_func=_never_evicted
+        url, socket_timeout=5, socket_connect_timeout=2, redis_connect_func=never_evicted
     )
-
-
-def _never_evicted(connection: redis.connection.AbstractConnection) -> None:
-    """The service's own connections are exempt from `maxmemory-clients`: a consumer
-    reading a hostile client's 1 MB entries holds the largest reply buffer, and evicting it
-    would stop every client's answers. Redis before 7.0 evicts no client."""
-    connection.on_connect()
-    with contextlib.suppress(redis.ResponseError):
-        connection.send_command("CLIENT", "NO-EVICT", "ON")
-        connection.read_response()
 
 
 def get_queue_redis() -> redis.Redis:

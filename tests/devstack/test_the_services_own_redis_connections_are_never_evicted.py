@@ -1,0 +1,61 @@
+"""The service's own connections to the main Redis are exempt from `maxmemory-clients`
+(CLIENT NO-EVICT on connect), so when the clients' buffers pass their bound Redis closes a
+restricted user's connection, never the one admission and the answers go through; a
+restricted user (a market reader) is not exempt and cannot exempt itself. Real
+redis-server, started as `make run`'s launcher starts it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+import redis
+
+from devstack import launcher
+from launch import process_catalog
+from predictions import redis_client
+from serving.redis_users import market_reader_rules
+
+READER, PASSWORD = "market-quotes", "a-reader-password"
+
+
+@pytest.fixture
+def main_redis(tmp_path, monkeypatch) -> Iterator[tuple[redis.Redis, str]]:
+    monkeypatch.setattr(launcher, "VAR_DIR", tmp_path)
+    monkeypatch.setenv("REDIS_MAXMEMORY_MB", "32")
+    server = launcher._redis(
+        "redis", "REDIS_MAXMEMORY_MB", 0, process_catalog.MAIN_REDIS_POLICY
+    ).start()
+    admin = redis.Redis.from_url(server.url)
+    if int(admin.info("server")["redis_version"].split(".")[0]) < 7:
+        admin.close()
+        server.stop()
+        pytest.skip("Redis before 7.0 evicts no client (no maxmemory-clients)")
+    admin.execute_command(
+        "ACL", "SETUSER", READER, "reset", "on", f">{PASSWORD}", *market_reader_rules()
+    )
+    yield admin, server.url
+    admin.close()
+    server.stop()
+
+
+def flags_of(admin: redis.Redis, name: str) -> str:
+    [client] = [c for c in admin.client_list() if c["name"] == name]
+    return str(client["flags"])
+
+
+def test_the_services_connection_is_exempt_and_a_readers_is_not(main_redis):
+    admin, url = main_redis
+    service = redis_client._client(url)
+    service.client_setname("service")
+    port = admin.connection_pool.connection_kwargs["port"]
+    reader = redis.Redis(port=port, username=READER, password=PASSWORD)
+    reader.xlen("stockserve:market:AAPL")
+
+    assert "e" in flags_of(admin, "service")
+    [reader_flags] = [c["flags"] for c in admin.client_list() if c["user"] == READER]
+    assert "e" not in reader_flags
+    with pytest.raises(redis.exceptions.NoPermissionError):
+        reader.execute_command("CLIENT", "NO-EVICT", "ON")
+    service.close()
+    reader.close()
