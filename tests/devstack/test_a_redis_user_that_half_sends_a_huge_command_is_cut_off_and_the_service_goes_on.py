@@ -20,34 +20,21 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from devstack import launcher
-from launch import process_catalog
-from serving.redis_users import market_reader_rules
+from tests.support.main_redis import PASSWORD, READER, launched_main_redis
 from tests.support.waiting import eventually
 
 MB = 2**20
-READER, PASSWORD = "market-quotes", "a-reader-password"
 TTL_KEYS = ("stockserve:throttle:anon:1.2.3.4", "stockserve:token:abc")
 
 
 @pytest.fixture
 def main_redis(tmp_path, monkeypatch) -> Iterator[redis.Redis]:
-    monkeypatch.setattr(launcher, "VAR_DIR", tmp_path)
-    monkeypatch.setenv("REDIS_MAXMEMORY_MB", "32")
-    server = launcher._redis(
-        "redis", "REDIS_MAXMEMORY_MB", 0, process_catalog.MAIN_REDIS_POLICY
-    ).start()
-    admin = redis.Redis.from_url(server.url)
-    admin.execute_command(
-        "ACL", "SETUSER", READER, "reset", "on", f">{PASSWORD}", *market_reader_rules()
-    )
-    admin.xadd("stockserve:market:AAPL", {"event": "{}"})
-    admin.set(TTL_KEYS[0], 3, ex=60)
-    admin.set(TTL_KEYS[1], "user 7", ex=3600)
-    admin.lpush("celery", "a task")
-    yield admin
-    admin.close()
-    server.stop()
+    with launched_main_redis(tmp_path, monkeypatch) as (admin, _):
+        admin.xadd("stockserve:market:AAPL", {"event": "{}"})
+        admin.set(TTL_KEYS[0], 3, ex=60)
+        admin.set(TTL_KEYS[1], "user 7", ex=3600)
+        admin.lpush("celery", "a task")
+        yield admin
 
 
 def reader(admin: redis.Redis) -> socket.socket:

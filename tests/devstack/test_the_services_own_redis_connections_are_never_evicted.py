@@ -11,32 +11,16 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from devstack import launcher
-from launch import process_catalog
 from predictions import redis_client
-from serving.redis_users import market_reader_rules
-
-READER, PASSWORD = "market-quotes", "a-reader-password"
+from tests.support.main_redis import PASSWORD, READER, launched_main_redis
 
 
 @pytest.fixture
 def main_redis(tmp_path, monkeypatch) -> Iterator[tuple[redis.Redis, str]]:
-    monkeypatch.setattr(launcher, "VAR_DIR", tmp_path)
-    monkeypatch.setenv("REDIS_MAXMEMORY_MB", "32")
-    server = launcher._redis(
-        "redis", "REDIS_MAXMEMORY_MB", 0, process_catalog.MAIN_REDIS_POLICY
-    ).start()
-    admin = redis.Redis.from_url(server.url)
-    if int(admin.info("server")["redis_version"].split(".")[0]) < 7:
-        admin.close()
-        server.stop()
-        pytest.skip("Redis before 7.0 evicts no client (no maxmemory-clients)")
-    admin.execute_command(
-        "ACL", "SETUSER", READER, "reset", "on", f">{PASSWORD}", *market_reader_rules()
-    )
-    yield admin, server.url
-    admin.close()
-    server.stop()
+    with launched_main_redis(tmp_path, monkeypatch) as (admin, url):
+        if int(admin.info("server")["redis_version"].split(".")[0]) < 7:
+            pytest.skip("Redis before 7.0 evicts no client (no maxmemory-clients)")
+        yield admin, url
 
 
 def flags_of(admin: redis.Redis, name: str) -> str:
