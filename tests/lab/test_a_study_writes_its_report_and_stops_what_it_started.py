@@ -13,14 +13,20 @@ from devstack.supervisor import Interrupted, Supervisor
 from lab.harness import study
 from tests.support.loadtests import alive
 
+WAITS_FOR_A_SIGNAL = [sys.executable, "-c", "import signal; signal.pause()"]
+
+
+def start_a_process(sup: Supervisor, workdir: Path, started: list[int]) -> None:
+    """What a study does first: start a process that runs until it is stopped."""
+    proc = sup.add("waiter", WAITS_FOR_A_SIGNAL, log_path=workdir / "waiter.log")
+    started.append(proc.pid)
+
 
 def test_a_study_writes_its_report_and_stops_what_it_started(tmp_path: Path) -> None:
     started: list[int] = []
 
     def measure(sup: Supervisor, workdir: Path) -> dict[str, Any]:
-        proc = sup.add("sleeper", [sys.executable, "-c", "import time; time.sleep(60)"],
-                       log_path=workdir / "sleeper.log")  # fmt: skip
-        started.append(proc.pid)
+        start_a_process(sup, workdir, started)
         return {"answer": 42}
 
     code = study("unit", measure, lambda r: f"# the answer: {r['answer']}\n", tmp_path)
@@ -36,9 +42,7 @@ def test_an_interrupted_study_stops_its_processes_and_writes_no_report(tmp_path:
     started: list[int] = []
 
     def measure(sup: Supervisor, workdir: Path) -> dict[str, Any]:
-        proc = sup.add("sleeper", [sys.executable, "-c", "import time; time.sleep(60)"],
-                       log_path=workdir / "sleeper.log")  # fmt: skip
-        started.append(proc.pid)
+        start_a_process(sup, workdir, started)
         raise Interrupted("SIGINT")
 
     assert study("unit", measure, str, tmp_path) == 130
