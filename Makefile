@@ -33,7 +33,7 @@ POSTGRES_TESTS := tests/api tests/market tests/workers tests/webui \
 # starts its own Redis, database and Celery worker, so they share nothing but the machine.
 # Files go out in the suite's order (the long ones first; tests/conftest.py), not by size.
 # Three on two cores: the tests wait on processes they start, and a third process fills
-# that idle time (the fresh-clone CI, 2026-11-27: 710 s with two, 619-655 s with three).
+# that idle time (the fresh-clone CI, 2026-11-27: 710 s with two, 610-655 s with three).
 TEST_PROCESSES ?= 3
 PARALLEL := -n $(TEST_PROCESSES) --dist loadfile --no-loadscope-reorder
 test: setup packages check  ## every test (SQLite, the lab's included), then the database-heavy ones on PostgreSQL
