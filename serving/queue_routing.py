@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -27,7 +28,6 @@ QUEUES = (IO, CPU, GPU, SCORING, SPARE)
 REQUIRED_QUEUES = (IO, CPU)  # a default request needs both; gpu work falls back to cpu
 logger = logging.getLogger(__name__)
 _cache: dict[str, tuple[float, int | None]] = {}
-_processes: dict[str, tuple[float, int]] = {}
 
 
 @dataclass(frozen=True)
@@ -41,20 +41,28 @@ class Route:
 NO_GPU_BENEFIT = "runs on the CPU (no GPU benefit)"
 
 
-def consumer_count(queue: str) -> int | None:
-    """Live workers consuming `queue`; None when Redis could not say (cached)."""
+def _presence(key: str, read: Callable[[], int], fallback: int | None, failure: str) -> int | None:
+    """`read()` of the workers' presence, kept ROUTING_CACHE_SECONDS per process under
+    `key`; `fallback`, with a warning that says `failure`, while Redis cannot say."""
     now = time.monotonic()
-    cached = _cache.get(queue)
+    cached = _cache.get(key)
     if cached and now - cached[0] < settings.ROUTING_CACHE_SECONDS:
         return cached[1]
     answer: int | None
     try:
-        answer = len(presence.consumers_of(queue))
-    except RedisError as exc:  # without presence data, fall back to the CPU
-        logger.warning("no presence data for queue %s, routing to cpu: %s", queue, exc)
-        answer = None
-    _cache[queue] = (now, answer)
+        answer = read()
+    except RedisError as exc:
+        logger.warning("no presence data, %s: %s", failure, exc)
+        answer = fallback
+    _cache[key] = (now, answer)
     return answer
+
+
+def consumer_count(queue: str) -> int | None:
+    """Live workers consuming `queue`; None when Redis could not say (cached)."""
+    return _presence(
+        queue, lambda: len(presence.consumers_of(queue)), None, f"routing {queue}'s work to cpu"
+    )
 
 
 def has_consumers(queue: str) -> bool:
@@ -63,37 +71,23 @@ def has_consumers(queue: str) -> bool:
 
 def has_ready_consumers(queue: str) -> bool:
     """A live worker consumes `queue` and its pool has warmed up (cached like the above)."""
-    key, now = f"ready:{queue}", time.monotonic()
-    cached = _cache.get(key)
-    if cached and now - cached[0] < settings.ROUTING_CACHE_SECONDS:
-        return bool(cached[1])
-    try:
+
+    def ready() -> int:
         workers = presence.alive_workers()
-        answer = sum(1 for w in workers if queue in w.get("queues", []) and presence.is_ready(w))
-    except RedisError as exc:
-        logger.warning("no presence data for queue %s: %s", queue, exc)
-        answer = 0
-    _cache[key] = (now, answer)
-    return bool(answer)
+        return sum(1 for w in workers if queue in w.get("queues", []) and presence.is_ready(w))
+
+    return bool(_presence(f"ready:{queue}", ready, 0, f"no warm worker on {queue}"))
 
 
 def model_processes() -> int:
     """Pool processes of live workers that run models (`cpu` or `gpu`), cached like above."""
-    now = time.monotonic()
-    cached = _processes.get("model")
-    if cached and now - cached[0] < settings.ROUTING_CACHE_SECONDS:
-        return cached[1]
-    try:
-        count = sum(
-            int(w.get("concurrency") or 1)
-            for w in presence.alive_workers()
-            if {CPU, GPU} & set(w.get("queues", []))
-        )
-    except RedisError as exc:  # without presence data, admission falls back to its floor
-        logger.warning("no presence data, admission uses its floor: %s", exc)
-        count = 0
-    _processes["model"] = (now, count)
-    return count
+
+    def processes() -> int:
+        workers = presence.alive_workers()
+        return sum(int(w.get("concurrency") or 1) for w in workers
+                   if {CPU, GPU} & set(w.get("queues", [])))  # fmt: skip
+
+    return _presence("model processes", processes, 0, "admission uses its floor") or 0
 
 
 def route_model(name: str) -> Route:
@@ -144,4 +138,3 @@ def queue_for_models(names: list[str]) -> str:
 def forget() -> None:
     """Drop the cached answers (tests, and workers that just changed queues)."""
     _cache.clear()
-    _processes.clear()
