@@ -1,6 +1,6 @@
 """A cached answer in the REST API's shape: rendered once, stored as bytes, served as is.
 
-The gate (`serving.gate.ask`) finds the answer: the stored rendering when Redis has one,
+The gate (`predictions.gate.ask`) finds the answer: the stored rendering when Redis has one,
 else the newest finished prediction in the database. When it came from the database this
 renders it (the web side owns the representation) and stores it, so the next client and
 the fast path (`api.hotpath`) get the same bytes.
@@ -14,8 +14,8 @@ from rest_framework.renderers import JSONRenderer
 
 from api.serializers import PredictionDetailSerializer
 from predictions import answer_cache
+from predictions.gate import Answered
 from predictions.models import PredictionRequest
-from serving.gate import Answered
 
 
 def render(

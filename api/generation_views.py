@@ -13,8 +13,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from api import query
-from predictions import generations
-from predictions.symbols import InvalidSymbol, normalize_symbol
+from marketdata.symbols import InvalidSymbol, normalize_symbol
+from registry import generations
 
 MAX_REASON = 500
 

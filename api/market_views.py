@@ -13,11 +13,13 @@ from rest_framework.views import APIView
 
 from api.query import one
 from api.throttles import client_key
-from predictions import market_clock, model_health, rate_limits
+from market import market_clock
+from market.market_days import control
+from market.track_record_cache import cached_track_record
+from marketdata.symbols import InvalidSymbol, normalize_symbol
+from predictions import rate_limits
 from predictions.forecasting.base import MAX_HORIZON
-from predictions.symbols import InvalidSymbol, normalize_symbol
-from predictions.track_record_cache import cached_track_record
-from serving.market_days import control
+from registry import model_health
 
 MAX_WINDOW = 500
 

@@ -1,6 +1,6 @@
 """The API's JSON parser: DRF's, with nesting too deep for Python's JSON decoder reported
 as a 400 like any other malformed body (DRF lets RecursionError through: a 500). Views that
-decode a body themselves use `predictions.json_body`, which says the same."""
+decode a body themselves use `plumbing.json_body`, which says the same."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from typing import Any
 from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser
 
-from predictions.json_body import TOO_DEEP
+from plumbing.json_body import TOO_DEEP
 
 
 class SafeJSONParser(JSONParser):

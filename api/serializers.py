@@ -10,11 +10,11 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from marketdata.symbols import InvalidSymbol, normalize_symbol
 from predictions import progress
 from predictions.forecasting.base import DEFAULT_HORIZON, MAX_HORIZON
 from predictions.models import STRATEGIES, PredictionRequest, Strategy
 from predictions.results import public_stage
-from predictions.symbols import InvalidSymbol, normalize_symbol
 
 
 def default_strategy() -> str:

@@ -24,8 +24,8 @@ from rest_framework.authentication import TokenAuthentication
 from rest_framework.authtoken.models import Token
 from rest_framework.exceptions import AuthenticationFailed, Throttled
 
+from plumbing.redis_client import get_redis
 from predictions.rate_limits import allows, client_ident
-from predictions.redis_client import get_redis
 
 PREFIX = "stockserve:token:"
 INVALID_PREFIX = "stockserve:token-invalid:"

@@ -1,4 +1,4 @@
-"""REST endpoints: thin views over the gate (`serving.gate.ask`) and the request table."""
+"""REST endpoints: thin views over the gate (`predictions.gate.ask`) and the request table."""
 
 from __future__ import annotations
 
@@ -33,12 +33,11 @@ from api.serializers import (
 )
 from api.throttles import client_key
 from api.waiting import wait_slot
-from predictions import rate_limits
+from marketdata.prices.sample import SamplePriceProvider
+from marketdata.symbols import InvalidSymbol, normalize_symbol
+from predictions import awaiting, final, gate, rate_limits
+from predictions.gate import Client, Question
 from predictions.models import PredictionRequest
-from predictions.prices.sample import SamplePriceProvider
-from predictions.symbols import InvalidSymbol, normalize_symbol
-from serving import awaiting, final, gate
-from serving.gate import Client, Question
 
 INCLUDE_PARAMETER = OpenApiParameter(
     "include",

@@ -6,7 +6,7 @@ Beyond PREDICTION_MAX_WAITERS a wait is refused with 503 and Retry-After, and cl
 follow the prediction's websocket or poll without waiting.
 
 The slots are shared among the clients waiting now as admission places are
-(`serving/admission.py`), counting those holding a slot, those refused for a full
+(`predictions/admission.py`), counting those holding a slot, those refused for a full
 process in the last ASKING_SECONDS, and the asking one. Each identified client is one
 client and all anonymous clients together one more (the pool): with n of them a client
 may hold PREDICTION_MAX_WAITERS // n, at least one; alone, half, so a newcomer finds a
@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 from django.conf import settings
 
-from serving.admission import anonymous_share, equal_share, is_anonymous, pool_client
+from predictions.admission import anonymous_share, equal_share, is_anonymous, pool_client
 
 ASKING_SECONDS = 5.0  # a refused client comes back within its Retry-After (2 s)
 _lock = threading.Lock()

@@ -11,8 +11,8 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 app = Celery("stockserve")
 # Redis result backends that do not subscribe a worker to results it never reads.
 app.loader.override_backends = dict.fromkeys(
-    ("redis", "rediss"), "workers.result_backend:RedisBackendForWorkers"
+    ("redis", "rediss"), "predictions.result_backend:RedisBackendForWorkers"
 )
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.autodiscover_tasks(["workers"])
-app.autodiscover_tasks(["workers"], related_name="market")
+# Each app's tasks module: the pipeline's (predictions) and the market's.
+app.autodiscover_tasks(["predictions", "market"])

@@ -83,7 +83,11 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "channels",
     "predictions",
-    "serving",
+    "registry",
+    "marketdata",
+    "market",
+    "streams",
+    "batch",
     "workers",
     "api",
     "provisioning",
@@ -91,7 +95,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    "predictions.log_context.RequestIdMiddleware",
+    "plumbing.log_context.RequestIdMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -125,7 +129,7 @@ TEMPLATES = [
 # --- make run's stack (launch/stack_file.py): with no Redis named in the environment, a
 # command in another shell takes the URLs the running launcher gave its processes, never
 # whatever answers on 127.0.0.1:6379 (REDIS_SOURCE says which; commands that use Redis
-# refuse to start without either, predictions/redis_required.py). Production names its own.
+# refuse to start without either, plumbing/redis_required.py). Production names its own.
 if DEPLOYMENT == "production" and not env_str("REDIS_URL"):
     raise ImproperlyConfiguredEnv(
         "REDIS_URL is unset: DEPLOYMENT=production takes its Redis servers from the "
@@ -166,7 +170,7 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # --- Redis, by role, each on its own URL when set (docs/configuration.md, "Redis by role").
-# REDIS_URL: the project's own keys (predictions.redis_client.get_redis) and the Django
+# REDIS_URL: the project's own keys (plumbing.redis_client.get_redis) and the Django
 # cache; the broker, the result backend, the channel layer (below) and the stream interface
 # (QUEUE_REDIS_URL) default to it.
 REDIS_URL = _url("REDIS_URL", "redis://127.0.0.1:6379/0")
@@ -187,7 +191,7 @@ CACHES = {
 # --- Prediction service.
 PREDICTION_CACHE_TTL = env_int("PREDICTION_CACHE_TTL", 900, minimum=0)
 PREDICTION_TIMEOUT = env_int("PREDICTION_TIMEOUT", 300, minimum=10)
-# The latency objective of a chord request (workers/stragglers.py): this many seconds after
+# The latency objective of a chord request (predictions/stragglers.py): this many seconds after
 # the models' chord is launched, the request is answered with the models that finished,
 # the others named as late (their runs still reach the registry). A cold request of every
 # model takes 3-11 s on a 2-core machine with an idle worker (docs/pipeline.md).
@@ -227,25 +231,25 @@ DEEP_BATCH_MAX_WAIT_MS = env_float("DEEP_BATCH_MAX_WAIT_MS", 0.0, minimum=0.0)
 # threads of one process (one copy of each network on the device, forward passes batched
 # across requests), any other worker's as prefork processes.
 WORKER_POOL = env_choice("WORKER_POOL", "auto", ("auto", "prefork", "threads"))
-# Shadow generations (predictions/generations.py): a generation of a new recipe (changed
+# Shadow generations (registry/generations.py): a generation of a new recipe (changed
 # model code or settings) is computed and scored beside the serving one, never served, and
 # promoted only when the daily evidence says it is better (5 % error, however often
 # judged); refits of the serving recipe serve at once. Off: the newest generation serves
 # as soon as it is trained.
 REGISTRY_SHADOW = env_bool("REGISTRY_SHADOW", True)
 
-# Admission control (serving/admission.py): pipelines queued or running at once.
+# Admission control (predictions/admission.py): pipelines queued or running at once.
 # 0 derives the bound from the live workers: ADMISSION_PER_PROCESS per model process.
 ADMISSION_MAX_IN_FLIGHT = env_int("ADMISSION_MAX_IN_FLIGHT", 0, minimum=0)
 ADMISSION_PER_PROCESS = env_int("ADMISSION_PER_PROCESS", 4, minimum=1)
 ADMISSION_CLIENT_SHARE = env_float("ADMISSION_CLIENT_SHARE", 0.5, minimum=0.01)
 # While identified clients (tokens, stream clients, batch, the watchlist) hold or ask for
 # places, all anonymous clients together hold at most this fraction of the admission places
-# and of the ?wait slots (serving/admission.py); alone they may use every place.
+# and of the ?wait slots (predictions/admission.py); alone they may use every place.
 ADMISSION_ANONYMOUS_SHARE = env_float("ADMISSION_ANONYMOUS_SHARE", 0.5, minimum=0.01)
 # Retry-After when nothing finished in the last minute to measure a drain rate from.
 ADMISSION_RETRY_AFTER_IDLE = env_int("ADMISSION_RETRY_AFTER_IDLE", 5, minimum=1)
-# Questions in flight one client may follow (join) at once; beyond, 429 (serving/follows.py).
+# Questions in flight one client may follow (join) at once; beyond, 429 (predictions/follows.py).
 JOIN_MAX_PER_CLIENT = env_int("JOIN_MAX_PER_CLIENT", 20, minimum=1)
 # Finished requests are deleted this many days after their deadline, in batches, by the
 # sweeper every PREDICTION_PRUNE_SECONDS; what forecasts of record use stays
@@ -256,7 +260,7 @@ PREDICTION_PRUNE_BATCH = env_int("PREDICTION_PRUNE_BATCH", 1000, minimum=1)
 
 # --- Celery (https://docs.celeryq.dev/en/stable/userguide/configuration.html).
 # The broker's Redis: Celery's queues, bindings and unacknowledged messages; of ours only
-# the epoch marker (predictions.redis_client.epoch); serving/queue_wait.py reads the queues
+# the epoch marker (plumbing.redis_client.epoch); workers/queue_wait.py reads the queues
 # there. The result backend's: task results and chord counters, the most bytes of any role.
 CELERY_BROKER_URL = _url("CELERY_BROKER_URL") or REDIS_URL
 CELERY_RESULT_BACKEND = _url("CELERY_RESULT_BACKEND") or REDIS_URL
@@ -288,13 +292,13 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_DB_REUSE_MAX = 1000
 CELERY_TASK_DEFAULT_QUEUE = "cpu"
 # Each task's queue when sent without one: a router function, named (not imported) here.
-CELERY_TASK_ROUTES = ("serving.signatures.route_task",)
+CELERY_TASK_ROUTES = ("predictions.signatures.route_task",)
 # No task events: nothing in the service reads them (presence has its own heartbeats),
 # and they were three publishes per task on the shared Redis. To watch tasks with
 # `celery events` or Flower, turn them on for a while: `celery -A config control
 # enable_events` (and `disable_events` after).
 CELERY_WORKER_SEND_TASK_EVENTS = False
-# --- Hybrid precompute (serving/watchlist.py): these questions are answered before anyone
+# --- Hybrid precompute (market/watchlist.py): these questions are answered before anyone
 # asks, refreshed when new bars arrive and every PRECOMPUTE_EVERY seconds, as a client of
 # admission control and of the broker's queues like the others. Empty symbols: off.
 PRECOMPUTE_SYMBOLS = env_list("PRECOMPUTE_SYMBOLS", ["AAPL", "MSFT", "GOOG"])
@@ -304,7 +308,7 @@ PRECOMPUTE_HORIZONS = [
 PRECOMPUTE_EVERY = env_int("PRECOMPUTE_EVERY", 600, minimum=1)
 PRECOMPUTE_CHECK_SECONDS = env_int("PRECOMPUTE_CHECK_SECONDS", 20, minimum=1)
 PRECOMPUTE_MAX_IN_FLIGHT = env_int("PRECOMPUTE_MAX_IN_FLIGHT", 2, minimum=1)
-# --- The market clock (predictions/market_clock.py): `live` follows the wall clock and the
+# --- The market clock (market/market_clock.py): `live` follows the wall clock and the
 # providers' new bars; `replay` serves the offline sample only up to the clock's date and
 # moves one trading day every REPLAY_SECONDS_PER_DAY (while running), so served forecasts
 # mature and are scored offline. `make run` starts a replay unless MARKET_CLOCK is set.
@@ -315,7 +319,7 @@ REPLAY_SECONDS_PER_DAY = env_float("REPLAY_SECONDS_PER_DAY", 10.0, minimum=0.1)
 REPLAY_AUTOSTART = env_bool("REPLAY_AUTOSTART", True)
 # How often beat looks at a replay's clock: seconds.
 CLOCK_CHECK_SECONDS = env_float("CLOCK_CHECK_SECONDS", 1.0, minimum=0.1)
-# A fault injected on purpose (workers/faults.py), `model:bias:date` such as
+# A fault injected on purpose (predictions/faults.py), `model:bias:date` such as
 # ridge:0.03:2012-09-04: for the tests and `make -C lab replay` only, so refused outside a replay
 # and in production.
 FAULT_INJECTION = env_fault("FAULT_INJECTION")
@@ -325,19 +329,19 @@ if FAULT_INJECTION and (MARKET_CLOCK != "replay" or DEPLOYMENT == "production"):
         "outside production."
     )
 # A model made to hang on purpose, `model:seconds` (ridge:5), before it runs
-# (workers/faults.py): for the tests of the latency objective only, under the same guard.
+# (predictions/faults.py): for the tests of the latency objective only, under the same guard.
 FAULT_HANG = env_hang("FAULT_HANG")
 if FAULT_HANG and (MARKET_CLOCK != "replay" or DEPLOYMENT == "production"):
     raise ImproperlyConfiguredEnv(
         "FAULT_HANG holds a model back on purpose: it is allowed only with MARKET_CLOCK=replay "
         "outside production."
     )
-# Forecasts of record (predictions/track_record.py): each scoring run scores at most this
+# Forecasts of record (market/track_record.py): each scoring run scores at most this
 # many forecasts (bounded work per new bar); records older than this many days are deleted.
 SCORE_BATCH = env_int("SCORE_BATCH", 500, minimum=1)
 FORECAST_RECORD_DAYS = env_int("FORECAST_RECORD_DAYS", 400, minimum=1)
 # Track records computed once per version of their records, per web process, within this
-# many MiB (0: no cache) and seconds (predictions/track_record_cache.py).
+# many MiB (0: no cache) and seconds (market/track_record_cache.py).
 TRACK_RECORD_CACHE_MB = env_float("TRACK_RECORD_CACHE_MB", 32.0, minimum=0.0)
 TRACK_RECORD_CACHE_SECONDS = env_int("TRACK_RECORD_CACHE_SECONDS", 600, minimum=1)
 CELERY_BEAT_SCHEDULE: dict[str, dict[str, object]] = (
@@ -364,7 +368,7 @@ CELERY_BEAT_SCHEDULE["follow-market-clock"] = {
 SWEEP_INTERVAL = env_int("SWEEP_INTERVAL", 10, minimum=1)
 # A request with no stage started or finished for this long is looked for in the broker;
 # with no message left (a message dropped, its Redis lost) it is dispatched again, at most
-# PREDICTION_ATTEMPTS times (serving/recovery.py).
+# PREDICTION_ATTEMPTS times (predictions/recovery.py).
 PREDICTION_STALL_SECONDS = env_int("PREDICTION_STALL_SECONDS", 60, minimum=1)
 PREDICTION_ATTEMPTS = env_int("PREDICTION_ATTEMPTS", 3, minimum=1)
 WORKER_GPU = env_str("WORKER_GPU", "auto")  # auto | on | off
@@ -374,7 +378,7 @@ WORKER_HEARTBEAT_SECONDS = env_int("WORKER_HEARTBEAT_SECONDS", 5, minimum=1)
 # on a one-process pool every request waits for it (docs/scaling.md, the periodic spikes).
 WORKER_MAX_MEMORY_MB = env_int("WORKER_MAX_MEMORY_MB", 2048, minimum=0)
 # The niceness a worker consuming `spare` (anonymous and background questions,
-# serving/lanes.py) runs at: CFS gives a nice-10 process about 1/9 of a nice-0 one's share
+# predictions/lanes.py) runs at: CFS gives a nice-10 process about 1/9 of a nice-0 one's share
 # of a busy core, and all of an idle one.
 SPARE_WORKER_NICE = env_int("SPARE_WORKER_NICE", 10, minimum=0)
 # Pool autoscaling inside a machine (`--autoscale=max,min` on a worker): Celery's own
@@ -413,7 +417,7 @@ PROVISIONING_INVENTORY = env_list(
 # How long a process trusts its answer to "is a gpu worker alive?" (routing, seconds).
 ROUTING_CACHE_SECONDS = env_float("ROUTING_CACHE_SECONDS", 5.0, minimum=0.0)
 
-# --- Scheduling strategies (workers/strategies/): default, and the cascade's thresholds.
+# --- Scheduling strategies (predictions/strategies/): default, and the cascade's thresholds.
 # Checked against the strategies at start-up (predictions/checks.py).
 DEFAULT_STRATEGY = env_str("DEFAULT_STRATEGY", "chord")
 # The cascade runs the deep models when the cheap ones' day-h forecasts spread more than
@@ -479,7 +483,7 @@ SPECTACULAR_SETTINGS = {
 # and how many instances one call may carry.
 TFSERVING_MAX_WAIT = env_int("TFSERVING_MAX_WAIT", 30, minimum=1)
 TFSERVING_MAX_INSTANCES = env_int("TFSERVING_MAX_INSTANCES", 32, minimum=1)
-# The stream client's consumer (`manage.py serve_stream`, serving/stream_consumer.py): a
+# The stream client's consumer (`manage.py serve_stream`, streams/stream_consumer.py): a
 # message held this long by a consumer that stopped refreshing it is claimed by another;
 # answers are kept this long per request id; the dead-letter stream keeps about this many;
 # entries one consumer reads from each client's input stream per step.
@@ -579,14 +583,14 @@ if DEPLOYMENT == "production" and weak_secret(METRICS_TOKEN, METRICS_TOKEN_MIN_L
         "print(secrets.token_urlsafe(32))'), or leave it unset to have one generated."
     )
 
-# Every line carries the prediction it belongs to ("-" for none; predictions/log_context.py),
+# Every line carries the prediction it belongs to ("-" for none; plumbing/log_context.py),
 # so `grep <id>` follows one request through the web process, the workers and the relay.
 # LOG_FORMAT=json writes one JSON object per line for a log shipper.
 LOG_FORMAT = env_choice("LOG_FORMAT", "plain", ("plain", "json"))
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"request_id": {"()": "predictions.log_context.RequestIdFilter"}},
+    "filters": {"request_id": {"()": "plumbing.log_context.RequestIdFilter"}},
     "formatters": {
         # One line per record: control characters in a message are escaped (a reason with
         # a newline cannot forge a line; config/log_format.py).

@@ -14,7 +14,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "config.settings")
 django_application = get_wsgi_application()
 
 from api.hotpath import CachedAnswerApp  # noqa: E402 - needs Django set up
-from serving.pipeline import warm_up_dispatch  # noqa: E402
+from predictions.pipeline import warm_up_dispatch  # noqa: E402
 
 application = CachedAnswerApp(django_application)
 

@@ -51,7 +51,7 @@ class Step:
 
 def _windows(count: int, window: int) -> np.ndarray:
     """Standardised windows of real returns from every offline symbol, shuffled."""
-    from predictions.prices.sample import SAMPLE_SYMBOLS, load_sample
+    from marketdata.prices.sample import SAMPLE_SYMBOLS, load_sample
 
     rows = []
     for symbol in SAMPLE_SYMBOLS:
@@ -144,9 +144,9 @@ def best_rate(steps: list[Step]) -> float:
 
 
 def inference(args: argparse.Namespace) -> dict[str, Any]:
+    from marketdata.prices.sample import load_sample
     from predictions.forecasting import batching
     from predictions.forecasting.lstm import LSTMForecaster
-    from predictions.prices.sample import load_sample
 
     began = time.perf_counter()
     model = LSTMForecaster(seed=0)

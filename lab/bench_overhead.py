@@ -61,9 +61,9 @@ class Bench:
 
     def __init__(self, symbol: str, horizon: int, models: list[str]) -> None:
         from config.celery_app import app  # noqa: F401 - the producer side of the app
-        from predictions import price_store, progress
-        from predictions.redis_client import get_redis
-        from workers import stages
+        from marketdata import price_store
+        from plumbing.redis_client import get_redis
+        from predictions import progress, stages
 
         self.symbol, self.horizon, self.models = symbol, horizon, models
         self.pubsub = get_redis().pubsub(ignore_subscribe_messages=True)
@@ -101,9 +101,8 @@ class Bench:
         raise TimeoutError(f"request {request_id} did not finish in {timeout_s} s")
 
     def direct(self) -> float:
-        from predictions import price_store, results
-        from serving import final
-        from workers import stages
+        from marketdata import price_store
+        from predictions import final, results, stages
 
         request = self._request(strategy="direct")
         start = time.perf_counter()
@@ -126,7 +125,7 @@ class Bench:
         return (time.perf_counter() - start) * 1000
 
     def pipeline(self) -> float:
-        from serving import pipeline
+        from predictions import pipeline
 
         request = self._request(strategy="chord")
         start = time.perf_counter()
@@ -135,7 +134,7 @@ class Bench:
         return (time.perf_counter() - start) * 1000
 
     def our_chord(self) -> float:
-        from workers.strategies import strategy_for
+        from predictions.strategies import strategy_for
 
         request = self._request(strategy="chord", status="running", price_key=self.price_key)
         stage = _Clock("prices").finish()
@@ -252,7 +251,7 @@ def _run(sup: Supervisor, args: argparse.Namespace, var_dir: Path) -> dict[str, 
 
     django.setup()
     from lab import noop_stages
-    from serving import presence
+    from workers import presence
 
     noop_stages.install()
     deadline = time.monotonic() + 120

@@ -43,7 +43,7 @@ from loadtests.deployment import ROOT, TRAIN_WHEN_COLD, Setup, base_env, migrate
 from provisioning.bundle import snapshot
 
 QUEUES = "io,cpu,scoring"
-IN_FLIGHT_KEY = "stockserve:inflight"  # serving.admission.IN_FLIGHT_KEY (no Django here)
+IN_FLIGHT_KEY = "stockserve:inflight"  # predictions.admission.IN_FLIGHT_KEY (no Django here)
 # The web tier's settings (the workers take REGISTRY_SHADOW through the playbook). One
 # client sends every arrival: admission control would refuse beyond one client's share of a
 # bound sized by the pool, and the run would measure that instead of the hosts.

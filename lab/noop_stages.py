@@ -40,7 +40,7 @@ def sentiment(symbol: str) -> dict[str, Any]:
 
 def install() -> None:
     """Swap the stage functions every strategy calls (in this process and its forks)."""
-    from workers import stages
+    from predictions import stages
 
     stages.model_run = noop_model_run
     stages.sentiment = sentiment

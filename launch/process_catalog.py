@@ -102,7 +102,7 @@ def spare_worker(
     max_memory_mb: object = "",
 ) -> Command:
     """The spare lane's worker: queue `spare` alone, no GPU. `start_worker` lowers its CPU
-    priority to SPARE_WORKER_NICE, so anonymous and background questions (serving/lanes.py)
+    priority to SPARE_WORKER_NICE, so anonymous and background questions (predictions/lanes.py)
     run on the CPU the other workers leave; it warms up for every stage, as io and cpu do."""
     return worker(
         name, "spare", concurrency, gpu="off", loglevel=loglevel, max_memory_mb=max_memory_mb

@@ -34,7 +34,7 @@ from launch import process_catalog
 ROOT = process_catalog.ROOT
 QUESTION = {"symbol": "AAPL", "horizon": 5}
 PREDICTIONS = "/api/v1/predictions/"
-WORKERS_KEY = "stockserve:workers"  # serving.presence.WORKERS_KEY (no Django here)
+WORKERS_KEY = "stockserve:workers"  # workers.presence.WORKERS_KEY (no Django here)
 # For a load whose cold predictions (`warm_start: false`) must train every model. With
 # shadow generations on (the default), the serving generation answers them as it is and at
 # most one shadow per model is trained, so after the first few nothing trains at all.

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from predictions.stats import percentile
+from plumbing.stats import percentile
 
 __all__ = ["PERCENTILES", "percentile", "summarize"]
 

@@ -15,9 +15,9 @@ from datetime import UTC, datetime, timedelta
 from django.conf import settings
 from django.utils import timezone
 
-from predictions import market_clock
+from market import market_clock
+from plumbing.redis_client import get_redis, script, text
 from predictions.models import PredictionRequest
-from predictions.redis_client import get_redis, script, text
 
 PREFIX = "stockserve:answer"
 

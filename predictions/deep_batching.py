@@ -13,7 +13,7 @@ import os
 
 from django.conf import settings
 
-from predictions import event_metrics
+from plumbing import event_metrics
 from predictions.forecasting import batching
 
 

@@ -13,8 +13,8 @@ from typing import Any
 
 from redis.exceptions import RedisError
 
-from predictions import event_metrics
-from predictions.redis_client import get_redis
+from plumbing import event_metrics
+from plumbing.redis_client import get_redis
 
 logger = logging.getLogger(__name__)
 

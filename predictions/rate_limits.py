@@ -19,7 +19,7 @@ from typing import Any, cast
 
 from django.conf import settings
 
-from predictions.redis_client import script
+from plumbing.redis_client import script
 
 PREFIX = "stockserve:throttle"
 

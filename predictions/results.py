@@ -13,13 +13,14 @@ from typing import Any, NotRequired, TypedDict
 import numpy as np
 from django.conf import settings
 
-from predictions import model_health, model_registry, price_store
+from marketdata import price_store
+from marketdata.prices import PriceHistory
 from predictions.forecasting import volatility
 from predictions.forecasting.calibration import load_calibration
 from predictions.forecasting.combine import combine
 from predictions.forecasting.reading import reading
 from predictions.models import PredictionRequest
-from predictions.prices import PriceHistory
+from registry import model_health, model_registry
 
 HISTORY_BARS_IN_RESULT = 120
 

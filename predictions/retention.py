@@ -1,7 +1,7 @@
 """How long finished requests are kept: PREDICTION_RETENTION_DAYS, then deleted in batches.
 
 Why: every request was a row forever; at the anonymous rate one address could add
-~170,000 rows a day. Joins are now counted against the client (`serving/follows.py`),
+~170,000 rows a day. Joins are now counted against the client (`predictions/follows.py`),
 and what finished is deleted once its retention has passed, so the table holds about a
 retention's worth of traffic.
 

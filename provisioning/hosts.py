@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from serving.queue_routing import QUEUES
+from workers.queue_routing import QUEUES
 
 HOST_RE = re.compile(r"^[A-Za-z0-9](?:[A-Za-z0-9._-]{0,252})$")
 MAX_CONCURRENCY = 64

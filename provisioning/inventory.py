@@ -18,7 +18,7 @@ from django.conf import settings
 from provisioning.ansible_bin import ensure_ansible_on_path
 from provisioning.hosts import BadRequest, worker_name
 from provisioning.models import ProvisioningRun, RunAction
-from serving import presence
+from workers import presence
 
 # What each group's hosts consume unless their host vars say otherwise: CPU machines take
 # the io stages (and the market clock's scoring) too, so a cluster built from the example

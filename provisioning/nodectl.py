@@ -58,7 +58,7 @@ def _ping(app: Any, node: str) -> bool:
 
 
 def _heartbeat(node: str) -> dict[str, Any] | None:
-    from serving import presence
+    from workers import presence
 
     try:
         return next((w for w in presence.alive_workers() if w["hostname"] == node), None)

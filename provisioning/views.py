@@ -19,10 +19,10 @@ from django.shortcuts import render
 from django.views.decorators.csrf import ensure_csrf_cookie
 from django.views.decorators.http import require_GET, require_POST
 
-from predictions import json_body
+from plumbing import json_body
 from provisioning import hosts, inventory, playbook_runs
 from provisioning.models import ProvisioningRun, ScalingDecision
-from serving.queue_routing import QUEUES
+from workers.queue_routing import QUEUES
 
 RECENT_RUNS = 15
 RECENT_DECISIONS = 30

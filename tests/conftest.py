@@ -63,9 +63,9 @@ def _clean_redis_state() -> Iterator[None]:
 
     Only those keys go: the broker's queues and the heartbeats share this Redis.
     """
-    from predictions.model_registry import forget_runs
-    from predictions.redis_client import get_redis
-    from serving import queue_routing
+    from plumbing.redis_client import get_redis
+    from registry.model_registry import forget_runs
+    from workers import queue_routing
 
     redis = get_redis()
     patterns = (
@@ -106,10 +106,9 @@ def replay(settings) -> Iterator[None]:
     steps it, with no watchlist; the clock's state is cleared before and after."""
     from datetime import date
 
-    from predictions import market_clock
-    from predictions.redis_client import get_redis
-    from predictions.sources import price_chain
-    from serving import market_days
+    from market import market_clock, market_days
+    from marketdata.sources import price_chain
+    from plumbing.redis_client import get_redis
 
     settings.MARKET_CLOCK = "replay"
     settings.REPLAY_START = date(2013, 1, 2)

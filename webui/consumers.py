@@ -27,9 +27,9 @@ from channels.generic.websocket import AsyncWebsocketConsumer
 from django.contrib.auth import get_user_model
 from django.contrib.sessions.backends.base import SessionBase
 
+from plumbing.redis_client import get_redis, text
 from predictions import progress
 from predictions.models import PredictionRequest
-from predictions.redis_client import get_redis, text
 from predictions.results import public_stage
 from webui import connections
 from webui.events.channel_groups import DASHBOARD_GROUP, SNAPSHOT_KEY, request_group

@@ -12,9 +12,9 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.csrf import ensure_csrf_cookie
 
+from marketdata.prices.sample import SamplePriceProvider
 from predictions.forecasting.base import MAX_HORIZON
-from predictions.prices.sample import SamplePriceProvider
-from serving.queue_routing import QUEUES
+from workers.queue_routing import QUEUES
 
 LOADTEST_MAX_REQUESTS = 5000
 LOADTEST_MAX_SECONDS = 300

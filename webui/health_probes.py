@@ -16,9 +16,9 @@ from django.db import connection
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.http import require_GET
 
-from predictions.redis_client import prediction_redises
-from serving import presence
-from serving.queue_routing import REQUIRED_QUEUES
+from plumbing.redis_client import prediction_redises
+from workers import presence
+from workers.queue_routing import REQUIRED_QUEUES
 
 NOT_READY_RETRY_SECONDS = 2
 

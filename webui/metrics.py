@@ -3,7 +3,7 @@
 Why a custom collector instead of prometheus-client's own metric objects: the numbers are
 produced in many processes (gunicorn workers, Celery pool children, the beat sweeper) on
 possibly many machines. Each publisher adds to one Redis hash in the same round trip as its
-event (`predictions.event_metrics`), so any web process answers a scrape with the totals,
+event (`plumbing.event_metrics`), so any web process answers a scrape with the totals,
 with no multiprocess directory to manage. Gauges are read at scrape time.
 """
 
@@ -24,9 +24,9 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
-from predictions import event_metrics
+from plumbing import event_metrics
+from plumbing.redis_client import get_redis
 from predictions.models import ModelHealth
-from predictions.redis_client import get_redis
 from webui.events import system
 
 

@@ -6,7 +6,7 @@ is not fork-safe), so the first request a worker serves is not seconds slower th
 next; the heartbeat says how many pool processes are warm, for the readiness check, and
 how many tasks the worker runs and holds, for the autoscaler. Every message is stamped
 with its send time on publish (in any process) and its wait recorded when it starts
-(`serving.queue_wait`).
+(`workers.queue_wait`).
 """
 
 from __future__ import annotations
@@ -33,9 +33,8 @@ from celery.worker import state as worker_state
 from django.conf import settings
 from django.db import close_old_connections
 
-from predictions import event_metrics, log_context
-from serving import presence, queue_wait
-from workers import process_warmup
+from plumbing import event_metrics, log_context
+from workers import presence, process_warmup, queue_wait
 
 REFRESH_WATCHLIST = "workers.tasks.refresh_watchlist"
 

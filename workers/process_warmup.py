@@ -16,7 +16,7 @@ import time
 from django.conf import settings
 
 from predictions import deep_batching
-from serving.queue_routing import CPU, GPU, IO, SPARE
+from workers.queue_routing import CPU, GPU, IO, SPARE
 
 log = logging.getLogger(__name__)
 
@@ -44,8 +44,8 @@ def warm_up(queues: set[str]) -> float:
 
 
 def _warm_data_sources() -> None:
-    from predictions.mentions.sentiment import analyzer
-    from predictions.sources import mention_providers, price_chain
+    from marketdata.mentions.sentiment import analyzer
+    from marketdata.sources import mention_providers, price_chain
 
     price_chain().warm_up()
     mention_providers()
@@ -58,7 +58,7 @@ def _warm_messaging_and_database() -> None:
     from django.db import connection
 
     from predictions.models import ModelGeneration, PredictionRequest, PriceSnapshot, StoredRun
-    from serving.pipeline import warm_up_dispatch
+    from predictions.pipeline import warm_up_dispatch
 
     warm_up_dispatch()
     for model in (PredictionRequest, ModelGeneration, PriceSnapshot, StoredRun):
@@ -67,11 +67,12 @@ def _warm_messaging_and_database() -> None:
 
 
 def _warm_models() -> None:
-    from predictions import model_registry, price_store
+    from marketdata import price_store
 
     # Here, not at the top: only worker pool processes may import TensorFlow.
     from predictions.forecasting.catalog import get_model_class
     from predictions.forecasting.warmup import warm_up_models
+    from registry import model_registry
 
     # The data the first warm prediction after a restart would otherwise read.
     model_registry.preload_recent_runs()

@@ -7,8 +7,8 @@ from typing import Any
 
 from django.conf import settings
 
+from marketdata.symbols import InvalidSymbol, normalize_symbol
 from predictions.forecasting.base import DEFAULT_HORIZON, MAX_HORIZON
-from predictions.symbols import InvalidSymbol, normalize_symbol
 
 ROW, COLUMNAR = "row", "columnar"
 INPUTS = ("symbol", "horizon")

@@ -15,7 +15,7 @@ from django.conf import settings
 from api.tfserving.outputs import ENSEMBLE, ENSEMBLE_VERSION
 from predictions.forecasting.base import DEFAULT_HORIZON, MAX_HORIZON
 from predictions.models import ModelGeneration
-from serving import presence
+from workers import presence
 
 OK = {"error_code": "OK", "error_message": ""}
 

@@ -22,10 +22,10 @@ from api.tfserving.outputs import ENSEMBLE, ENSEMBLE_VERSION, NotServable, membe
 from api.tfserving.status import model_versions, signature
 from api.throttles import client_key
 from api.waiting import wait_slot
-from predictions import json_body
+from plumbing import json_body
+from predictions import awaiting, gate
+from predictions.gate import Client, Question
 from predictions.models import PredictionRequest
-from serving import awaiting, gate
-from serving.gate import Client, Question
 
 STILL_COMPUTING_RETRY_SECONDS = 2
 FAILED_RETRY_SECONDS = 10

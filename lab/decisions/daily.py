@@ -26,12 +26,12 @@ from typing import Any
 
 import numpy as np
 
+from marketdata.prices import load_sample
 from predictions.evaluation import walkforward
 from predictions.evaluation.walkforward import FIRST_TRAIN, Windows, out_of_sample
 from predictions.forecasting import volatility
 from predictions.forecasting.calibration import load_calibration
 from predictions.forecasting.catalog import get_model_class
-from predictions.prices import load_sample
 
 ROOT = Path(__file__).resolve().parents[2]
 CACHE_DIR = ROOT / "var" / "decisions"

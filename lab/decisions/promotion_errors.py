@@ -36,9 +36,9 @@ import numpy as np
 from scipy.stats import binomtest
 
 from lab.decisions.daily import CACHE_DIR, MODELS, SYMBOLS, DailyErrors, daily_errors
+from marketdata.prices import load_sample
 from predictions.forecasting import promotion
 from predictions.forecasting.catalog import create_model
-from predictions.prices import load_sample
 
 WINDOW = promotion.MAX_DAYS
 WINDOWS = 4000  # simulated windows per null and spread

@@ -33,6 +33,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from marketdata.prices import SAMPLE_SYMBOLS, PriceHistory, load_sample
 from predictions.evaluation import plots as evaluation_plots
 from predictions.evaluation import tables as evaluation_tables
 from predictions.evaluation.nested import (
@@ -47,7 +48,6 @@ from predictions.forecasting.calibration import TABLE_PATH
 from predictions.forecasting.catalog import DEFAULT_MODELS, MODEL_NAMES, get_spec
 from predictions.forecasting.range_variance import Bars
 from predictions.forecasting.scorecard import SCORECARD_PATH, scorecard_from
-from predictions.prices import SAMPLE_SYMBOLS, PriceHistory, load_sample
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "lab" / "records" / "evaluation"

@@ -17,7 +17,7 @@ from predictions.evaluation.oos_doubt import choose_rule, compare_rules, tune_un
 from predictions.evaluation.oos_intervals import coverage_tables, reliability, tune_interval_scale
 from predictions.evaluation.oos_scores import score_symbol
 from predictions.evaluation.runs import HORIZONS, SymbolRuns, run_models
-from predictions.forecasting import doubt
+from predictions.forecasting import unsure as unsure_flag
 from predictions.forecasting.calibration import INTERVAL_LEVEL, Calibration
 from predictions.forecasting.multiple_testing import holm
 
@@ -127,7 +127,7 @@ def calibration_from(report: dict[str, Any], source: str) -> Calibration:
     ratios = [t["error_ratio"] for t in tuned if t["error_ratio"] is not None]
     unsure: dict[str, Any] = {
         "rule": "disagreement",
-        "tune_flag_rate": doubt.TUNE_FLAG_RATE,
+        "tune_flag_rate": unsure_flag.TUNE_FLAG_RATE,
         "error_ratio": min(ratios) if ratios else None,  # the weakest horizon
         "error_ratio_range": [min(ratios), max(ratios)] if ratios else None,
         "per_horizon": {
@@ -146,7 +146,7 @@ def calibration_from(report: dict[str, Any], source: str) -> Calibration:
             "why": chosen["why"],
             "volatility_method": next(iter(report["unsure_rules"].values()))["volatility_method"],
             "thresholds": {h: r["threshold"] for h, r in rows.items()},
-            "tune_flag_rate": doubt.TUNE_FLAG_RATE,
+            "tune_flag_rate": unsure_flag.TUNE_FLAG_RATE,
             "error_ratio": min(test) if test else None,
             "error_ratio_range": [min(test), max(test)] if test else None,
             "per_horizon": {

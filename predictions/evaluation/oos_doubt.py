@@ -17,7 +17,7 @@ from predictions.evaluation.combiner_replay import LEGACY, LIVE, Replay
 from predictions.evaluation.oos_bands import sigma_at
 from predictions.evaluation.runs import SymbolRuns
 from predictions.evaluation.significance import dependence_length, ratio_of_means_interval
-from predictions.forecasting import doubt
+from predictions.forecasting import unsure
 
 
 def tune_unsure(series: list[SymbolRuns], horizon: int) -> float:
@@ -27,7 +27,7 @@ def tune_unsure(series: list[SymbolRuns], horizon: int) -> float:
         for sr in series
         if len(sr.members()) >= 2
     ]
-    return doubt.tune_threshold(np.concatenate(values) if values else np.empty(0))
+    return unsure.tune_threshold(np.concatenate(values) if values else np.empty(0))
 
 
 def unsure_table(
@@ -36,7 +36,7 @@ def unsure_table(
     """Error of unsure versus sure forecasts on the test windows, before and after tuning."""
     out: dict[str, Any] = {}
     rules = {
-        "legacy": (LEGACY.name, doubt.LEGACY_THRESHOLD),
+        "legacy": (LEGACY.name, unsure.LEGACY_THRESHOLD),
         "tuned": (LIVE.name, threshold),
     }
     for label, (variant, cut) in rules.items():
@@ -99,7 +99,7 @@ def compare_rules(
                 windows[name].append((value, rep.error))
                 if name == "tune":
                     tune_values.append(value)
-        threshold = doubt.tune_threshold(np.concatenate(tune_values))
+        threshold = unsure.tune_threshold(np.concatenate(tune_values))
         entry: dict[str, Any] = {"threshold": threshold}
         for name, pairs in windows.items():
             groups = [(value > threshold, error) for value, error in pairs]

@@ -8,9 +8,9 @@ Knows nothing of Django, Celery or HTTP. Modules:
 - naive, ridge, arima: TensorFlow-free models; lstm, tcn (+ _deep, _windows): Keras models
 - batching: every deep forward pass, batched across requests (AIMD), its wait bounded
 - backtest: walk-forward scoring and evaluate_and_forecast() for workers
-- combine: inverse-error ensemble, the band, the sentiment tilt beside it, doubt flag
+- combine: inverse-error ensemble, the band, the sentiment tilt beside it, unsure flag
   (weighting: the weights; calibration: which band serves and its stretch,
-  calibration.json; volatility: σ(t, h) for the volatility band; doubt: the `unsure` rule)
+  calibration.json; volatility: σ(t, h) for the volatility band; unsure: the `unsure` rule)
 - health: the sequential test of model health
 - bench: cost/skill benchmark table
 - scorecard: the offline evaluation's per-symbol results (scorecard.json); the evaluation

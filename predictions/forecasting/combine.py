@@ -1,4 +1,4 @@
-"""Combine model runs into one forecast with an interval, a sentiment tilt and a doubt flag.
+"""Combine model runs into one forecast with an interval, a sentiment tilt and an unsure flag.
 
 Why: the Celery chord callback receives plain dicts from independent workers; this
 module turns them into the user-facing answer with pure functions (no model code,
@@ -12,7 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from . import doubt, volatility
+from . import unsure as unsure_flag
+from . import volatility
 from .base import ForecastError, check_horizon
 from .calibration import INTERVAL_LEVEL, Calibration, band, load_calibration, pooled_offsets
 from .weighting import inverse_error_weights, out_of_sample_skill
@@ -230,7 +231,7 @@ def _unsure(
     threshold = calibration.rule_threshold(steps)
     if explicit is None and rule != "disagreement" and sigma and threshold is not None:
         value = sigma[-1] if rule == "volatility" else relative_spread / sigma[-1]
-        unsure = doubt.is_unsure(value, threshold)
+        unsure = unsure_flag.is_unsure(value, threshold)
         what = (
             f"expected volatility over {steps} days is high: σ {value:.2%}"
             if rule == "volatility"
@@ -241,10 +242,10 @@ def _unsure(
             "unsure_reason": f"{what} (threshold {threshold:.3g})" if unsure else None,
             "unsure_rule": f"unsure when the {rule} statistic exceeds {threshold:.3g}, the "
             f"threshold tuned for {steps}-day forecasts",
-            "unsure_meaning": doubt.meaning(calibration, rule),
+            "unsure_meaning": unsure_flag.meaning(calibration, rule),
         }
-    threshold, why = doubt.threshold_for(steps, calibration, explicit)
-    unsure = doubt.is_unsure(relative_spread, threshold)
+    threshold, why = unsure_flag.threshold_for(steps, calibration, explicit)
+    unsure = unsure_flag.is_unsure(relative_spread, threshold)
     reason = None
     if unsure:
         low, high = int(np.argmin(stacked[:, -1])), int(np.argmax(stacked[:, -1]))
@@ -258,7 +259,7 @@ def _unsure(
         "unsure": unsure,
         "unsure_reason": reason,
         "unsure_rule": f"unsure when the day-{steps} spread exceeds the {why}",
-        "unsure_meaning": doubt.meaning(calibration),
+        "unsure_meaning": unsure_flag.meaning(calibration),
     }
 
 
@@ -424,7 +425,7 @@ def combine(
       is given, else the backtest residual band. ``interval.coverage`` is what that band
       covered on ``symbol``'s held-out history at the nearest evaluated horizon, with n.
     - ``unsure`` when (max − min of model forecasts at the final step) / combined value
-      exceeds ``unsure_threshold`` if given, else the tuned threshold (see doubt.py);
+      exceeds ``unsure_threshold`` if given, else the tuned threshold (see unsure_flag.py);
       ``unsure_rule`` names the threshold, ``unsure_meaning`` says it in one sentence.
     Output holds only JSON-safe, finite numbers.
     """
@@ -471,7 +472,7 @@ def combine(
     ramp = np.arange(1, steps + 1) / steps
     tilted = combined * (1 + tilt * ramp)
 
-    relative_spread = doubt.relative_spread(stacked[:, -1], float(combined[-1]))
+    relative_spread = unsure_flag.relative_spread(stacked[:, -1], float(combined[-1]))
     interval = _interval(usable, combined, spread, steps, calibration, symbol, band_sigma)
     flag = _unsure(usable, stacked, relative_spread, interval, steps, calibration, unsure_threshold)
 

@@ -9,7 +9,7 @@ from django.conf import settings
 from django.db import DatabaseError, models
 from django.utils import timezone
 
-from predictions import market_events
+from market import market_events
 from predictions.models.prediction_requests import PredictionRequest
 
 log = logging.getLogger(__name__)
@@ -20,7 +20,7 @@ class ForecastRecord(models.Model):
 
     One per (symbol, as-of bar, horizon): a cached answer is the same forecast, so it is
     recorded once, by the request that computed it. Deleted FORECAST_RECORD_DAYS after
-    its as-of bar (predictions/track_record.py prunes).
+    its as-of bar (market/track_record.py prunes).
     """
 
     symbol = models.CharField(max_length=16)

@@ -7,7 +7,7 @@ from django.utils import timezone
 
 
 class ModelHealth(models.Model):
-    """Whether a model's live forecasts for a symbol are trusted (predictions/model_health.py).
+    """Whether a model's live forecasts for a symbol are trusted (registry/model_health.py).
 
     Demoted on an alarm of the sequential test: the ensemble gives it no weight, the page,
     the API, the dashboard and /metrics say why, and a retrain is queued. Demotion holds

@@ -83,7 +83,7 @@ class StoredRun(models.Model):
 
 class GenerationEvent(models.Model):
     """Every change of which generation serves a (symbol, model), with its reason: the
-    registry's audit trail and the source of truth for what serves (predictions/generations.py).
+    registry's audit trail and the source of truth for what serves (registry/generations.py).
 
     ``promoted``: ``generation`` serves from now on (the first one, a shadow that beat the
     serving one, a refit of the serving recipe, or an operator's choice), replacing

@@ -2,7 +2,7 @@
 
 A request's status lives in our own table, never in Celery's result backend: Celery
 reports unknown task ids as PENDING, so it cannot tell lost from waiting. State changes
-here touch the row only; what follows a final state is `serving.final`'s.
+here touch the row only; what follows a final state is `predictions.final`'s.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ ACTIVE = (Status.QUEUED, Status.RUNNING)
 
 
 class Strategy(models.TextChoices):
-    """How a request's stages are scheduled (implemented in workers/strategies/)."""
+    """How a request's stages are scheduled (implemented in predictions/strategies/)."""
 
     CENTRALIZED = "centralized"  # the whole pipeline, one stage after another, in one task
     CHORD = "chord"  # prices, then one flat chord of every model and the sentiment
@@ -38,7 +38,7 @@ STRATEGIES: tuple[str, ...] = tuple(Strategy.values)
 
 
 class Lane(models.TextChoices):
-    """Which workers run a request's tasks (chosen at submission: `serving/lanes.py`)."""
+    """Which workers run a request's tasks (chosen at submission: `predictions/lanes.py`)."""
 
     USUAL = "usual"  # io, cpu and gpu: the workers identified clients' questions need
     SPARE = "spare"  # anonymous and background questions: the `spare` queue while it has
@@ -126,13 +126,13 @@ class PredictionRequest(models.Model):
     joinable = models.BooleanField(default=False)
     # Served to others as a cached answer: the answer to a public question, readable by id.
     shared = models.BooleanField(default=False)
-    # Asked by the watchlist (serving/watchlist.py), not by a person: its answer says it
+    # Asked by the watchlist (market/watchlist.py), not by a person: its answer says it
     # was precomputed.
     precomputed = models.BooleanField(
         default=False, help_text="Computed ahead of time for the watchlist, not asked by a person."
     )
     # Dispatches so far, when the last one left and which Redis (its epoch) it went to: the
-    # sweeper dispatches again a request whose pipeline vanished (serving/recovery.py).
+    # sweeper dispatches again a request whose pipeline vanished (predictions/recovery.py).
     attempts = models.PositiveSmallIntegerField(default=1)
     dispatched_at = models.DateTimeField(null=True, blank=True)
     dispatch_epoch = models.CharField(max_length=32, blank=True)
@@ -143,7 +143,7 @@ class PredictionRequest(models.Model):
     # same way; an identified client joining it moves it to the usual lane.
     lane = models.CharField(max_length=8, choices=Lane.choices, default=Lane.USUAL)
     # Not stored: how many steps its tasks wait behind an identified client's first
-    # pipeline at the broker (serving.signatures.priority; serving.admission.queue_rank).
+    # pipeline at the broker (predictions.signatures.priority; predictions.admission.queue_rank).
     # A request dispatched again by the sweeper goes first.
     queue_rank: int = 0
 
@@ -221,7 +221,7 @@ class PredictionRequest(models.Model):
         return bool(updated)
 
     def record_done(self, result: dict[str, Any]) -> bool:
-        """Done, if still in flight: the row only (`serving.final.finish` does the rest)."""
+        """Done, if still in flight: the row only (`predictions.final.finish` does the rest)."""
         now = timezone.now()
         updated = PredictionRequest.objects.filter(id=self.id, status__in=ACTIVE).update(
             status=Status.DONE, result=result, finished_at=now, error=""
@@ -231,7 +231,7 @@ class PredictionRequest(models.Model):
         return bool(updated)
 
     def record_failed(self, reason: str) -> bool:
-        """Failed, if still in flight: the row only (`serving.final.fail` does the rest)."""
+        """Failed, if still in flight: the row only (`predictions.final.fail` does the rest)."""
         now = timezone.now()
         updated = PredictionRequest.objects.filter(id=self.id, status__in=ACTIVE).update(
             status=Status.FAILED, error=reason, finished_at=now

@@ -37,7 +37,7 @@ from provisioning.autoscale.managed import (
     save,
 )
 from provisioning.models import ProvisioningRun, RunStatus, pid_alive
-from serving import presence
+from workers import presence
 
 log = logging.getLogger(__name__)
 START_TIMEOUT = 300.0  # a worker not heard from by then is given up (and stopped)

@@ -1,6 +1,6 @@
 """The autoscaling controller: observe every queue, decide, act, record why.
 
-Once per AUTOSCALE_INTERVAL it reads each queue's wait and depth (`serving.queue_wait`,
+Once per AUTOSCALE_INTERVAL it reads each queue's wait and depth (`workers.queue_wait`,
 the numbers the dashboard shows) and the live workers' heartbeats, lets the policy decide,
 asks the backend to add or drain a worker, and records each decision with its reason
 (`ScalingDecision`, shown on `/workers/` and streamed to the dashboard).
@@ -22,7 +22,7 @@ import redis
 from django.conf import settings
 from django.db import close_old_connections
 
-from predictions.redis_client import get_redis
+from plumbing.redis_client import get_redis
 from provisioning.autoscale import policy
 from provisioning.autoscale.backends import (
     Backend,
@@ -41,8 +41,8 @@ from provisioning.autoscale.managed import (
     all_managed,
 )
 from provisioning.models import ScalingAction, ScalingDecision
-from serving import queue_wait, scaling_feed
-from serving.queue_routing import QUEUES
+from workers import queue_wait, scaling_feed
+from workers.queue_routing import QUEUES
 
 log = logging.getLogger(__name__)
 LEADER_KEY = "stockserve:autoscale:leader"

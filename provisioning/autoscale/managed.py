@@ -8,7 +8,7 @@ import re
 import time
 from dataclasses import asdict, dataclass, field
 
-from predictions.redis_client import get_redis, text
+from plumbing.redis_client import get_redis, text
 
 MANAGED_KEY = "stockserve:autoscale:managed"
 STARTING, RUNNING, DRAINING, STOPPING = "starting", "running", "draining", "stopping"

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from predictions import answer_cache, event_metrics
+from plumbing import event_metrics
+from plumbing.redis_client import get_redis
+from predictions import answer_cache
 from predictions.models import PredictionRequest
-from predictions.redis_client import get_redis
 from tests.support.api import finished_prediction
 
 URL = "/api/v1/predictions/"

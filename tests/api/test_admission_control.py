@@ -6,8 +6,8 @@ import time
 
 import pytest
 
+from predictions import admission, final
 from predictions.models import PredictionRequest
-from serving import admission, final
 from tests.support.api import finished_prediction
 
 URL = "/api/v1/predictions/"

@@ -11,8 +11,8 @@ import re
 
 import pytest
 
+from predictions import admission, final
 from predictions.models import PredictionRequest
-from serving import admission, final
 
 URL = "/api/v1/predictions/"
 pytestmark = pytest.mark.django_db

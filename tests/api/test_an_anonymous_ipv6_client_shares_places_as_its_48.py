@@ -10,9 +10,9 @@ from contextlib import ExitStack
 import pytest
 
 from api import waiting
+from predictions import admission
 from predictions.models import PredictionRequest
 from predictions.rate_limits import pool_key
-from serving import admission
 
 URL = "/api/v1/predictions/"
 pytestmark = pytest.mark.django_db

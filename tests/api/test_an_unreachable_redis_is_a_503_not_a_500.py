@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from devstack.redis import free_port
-from predictions.redis_client import get_redis
+from plumbing.redis_client import get_redis
 from tests.support import wsgi
 
 URL = "/api/v1/predictions/"

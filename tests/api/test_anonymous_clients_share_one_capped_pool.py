@@ -11,7 +11,7 @@ import time
 import pytest
 from rest_framework.authtoken.models import Token
 
-from serving import admission
+from predictions import admission
 
 URL = "/api/v1/predictions/"
 LIMIT = 16

@@ -1,4 +1,4 @@
-"""REST, TF Serving, the stream consumer, batch and the watchlist all ask `serving.gate.ask`:
+"""REST, TF Serving, the stream consumer, batch and the watchlist all ask `predictions.gate.ask`:
 the same question gets the same answer, joins the same leader and meets the same
 admission decision whichever way it came in (the fast path serves the gate's own bytes).
 
@@ -13,11 +13,12 @@ import json
 import pytest
 from stockserve_client import protocol
 
+from batch.runner import BatchRunner
+from market import watchlist
+from plumbing.redis_client import get_redis
+from predictions import admission, gate
 from predictions.models import PredictionRequest
-from predictions.redis_client import get_redis
-from serving import admission, gate, watchlist
-from serving.batch.runner import BatchRunner
-from serving.stream_consumer import StreamConsumer
+from streams.stream_consumer import StreamConsumer
 from tests.support import wsgi
 from tests.support.api import finished_prediction
 from tests.support.queue import clear_queue

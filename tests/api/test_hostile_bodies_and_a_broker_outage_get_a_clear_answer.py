@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 from kombu.exceptions import OperationalError as BrokerError
 
+from predictions import pipeline
 from predictions.models import PredictionRequest
-from serving import pipeline
 from tests.support import wsgi
 from tests.support.api import finished_prediction
 

@@ -10,9 +10,9 @@ import threading
 import pytest
 from django.db import connection
 
+from predictions import final
 from predictions.models import PredictionRequest
-from serving import final
-from serving.submission import Admission, submit
+from predictions.submission import Admission, submit
 
 URL = "/api/v1/predictions/"
 pytestmark = pytest.mark.django_db

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from django.core.management import CommandError, call_command
 
-from predictions import generations
+from registry import generations
 from tests.support.generations import two_generations as made_generations
 
 pytestmark = pytest.mark.django_db

@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 from rest_framework.authtoken.models import Token
 
-from predictions import event_metrics
+from plumbing import event_metrics
+from plumbing.redis_client import get_redis
 from predictions.models import PredictionRequest
-from predictions.redis_client import get_redis
 from tests.support import wsgi
 from tests.support.api import finished_prediction
 

@@ -27,7 +27,7 @@ def test_a_rest_prediction_enters_each_layer_from_above(api_client):
 
 
 def test_the_gates_leg_enters_each_layer_from_above(api_client):
-    from serving import gate
+    from predictions import gate
 
     warm = gate.ask(gate.Question("AAPL", 5), gate.Client("anon:192.0.2.1"))
     assert isinstance(warm, gate.Queued)
@@ -50,9 +50,9 @@ RESULT = {
 
 
 def test_the_final_step_enters_each_layer_from_above():
+    from predictions import final
     from predictions.models import PredictionRequest
-    from serving import final
-    from serving.submission import join
+    from predictions.submission import join
 
     def finished_leader(symbol: str) -> PredictionRequest:
         leader = PredictionRequest.queued(symbol=symbol, horizon=2, joinable=True)

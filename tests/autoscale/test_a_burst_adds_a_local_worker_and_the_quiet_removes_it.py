@@ -7,15 +7,16 @@ from __future__ import annotations
 import pytest
 from celery import current_app
 
+from predictions import pipeline
+from predictions.submission import submit
 from provisioning.autoscale.backends import LocalWorkers
 from provisioning.autoscale.controller import Controller
 from provisioning.autoscale.managed import all_managed
 from provisioning.autoscale.policy import Limits, Policy
 from provisioning.models import ScalingDecision
-from serving import pipeline, queue_wait
-from serving.submission import submit
 from tests.support.processes import database_url_for_workers
 from tests.support.waiting import eventually
+from workers import queue_wait
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration]
 BURST = 30

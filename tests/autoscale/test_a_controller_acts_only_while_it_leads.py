@@ -11,7 +11,7 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from predictions.redis_client import get_redis
+from plumbing.redis_client import get_redis
 from provisioning.autoscale import backends
 from provisioning.autoscale.backends import ABANDONED, LocalWorkers, StandbyHosts
 from provisioning.autoscale.controller import LEADER_KEY, Controller

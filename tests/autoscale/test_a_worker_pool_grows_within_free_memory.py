@@ -9,9 +9,10 @@ import time
 import pytest
 from django.conf import settings
 
+from predictions import pipeline
 from predictions.models import PredictionRequest
-from serving import pipeline, presence
 from tests.support.processes import start_worker_process, stop_process, wait_for_worker
+from workers import presence
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration]
 WAITING = 4  # io tasks at once, each held 3 s by the emulated price latency

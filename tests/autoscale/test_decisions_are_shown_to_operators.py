@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from provisioning.models import ScalingDecision
-from serving import scaling_feed
 from webui.events import system
+from workers import scaling_feed
 
 pytestmark = pytest.mark.django_db
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from provisioning.autoscale.controller import observe
 from provisioning.autoscale.managed import DRAINING, RUNNING, STARTING, Managed
-from serving.queue_wait import QueueState
+from workers.queue_wait import QueueState
 
 IO = QueueState("io", depth=3, oldest_wait=2.5, recent_p95=1.0, started=9)
 

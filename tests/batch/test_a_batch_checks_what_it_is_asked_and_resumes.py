@@ -8,9 +8,9 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from batch.files import Output
+from batch.rows import COLUMNS
 from predictions.models import PredictionRequest
-from serving.batch.files import Output
-from serving.batch.rows import COLUMNS
 
 pytestmark = pytest.mark.django_db
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import csv
 
-from serving.batch.files import Output
-from serving.batch.rows import COLUMNS
+from batch.files import Output
+from batch.rows import COLUMNS
 
 
 def test_text_that_looks_like_a_formula_is_quoted_and_numbers_are_not(tmp_path):

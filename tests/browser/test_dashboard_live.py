@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 
 from provisioning.models import ScalingDecision
-from serving import scaling_feed
 from tests.support.live import login_in_browser, make_user
+from workers import scaling_feed
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
 

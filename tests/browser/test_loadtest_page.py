@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from predictions import event_metrics
-from predictions.redis_client import get_redis
+from plumbing import event_metrics
+from plumbing.redis_client import get_redis
 from tests.support.api import finished_prediction
 from tests.support.live import login_in_browser, make_user
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from django.test import Client
 
-from predictions import generations
+from registry import generations
 from tests.support.generations import two_generations
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]

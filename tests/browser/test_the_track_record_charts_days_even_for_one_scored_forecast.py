@@ -10,9 +10,8 @@ import re
 
 import pytest
 
-from serving import market_days
+from market import market_days, tasks
 from tests.market.test_forecasts_of_record_are_scored_once_when_their_days_come import finished
-from workers import market
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
 DAY_TICK = re.compile(r"^(Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{1,2}$")
@@ -23,7 +22,7 @@ def test_one_scored_day_gets_day_ticks_not_times(page, live_server, replay):
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     finished("IBM", "2013-01-02", 192.6, [193.0])
     market_days.control("step", {"days": 1})
-    market.score_forecasts()
+    tasks.score_forecasts()
 
     page.goto(f"{live_server.url}/track-record/?symbol=IBM&horizon=1")
     page.wait_for_selector("#coverage .xtick text")

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import pytest
 
-from serving import market_days
+from market import market_days, tasks
 from tests.market.test_forecasts_of_record_are_scored_once_when_their_days_come import finished
-from workers import market
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
 
@@ -24,7 +23,7 @@ def test_a_new_forecast_appears_on_the_track_record_without_a_reload(
     page.on("pageerror", lambda exc: errors.append(str(exc)))
     finished("IBM", "2013-01-02", 192.6, [193.0, 194.0])
     market_days.control("step", {"days": 3})
-    market.score_forecasts()
+    tasks.score_forecasts()
 
     page.goto(f"{live_server.url}/track-record/?symbol=IBM&horizon=2")
     page.wait_for_function("document.querySelector('#live').textContent === 'live'")

@@ -10,7 +10,7 @@ import pytest
 from stockserve_client import InputQueue, protocol
 
 from predictions.models import PredictionRequest
-from serving.stream_consumer import StreamConsumer
+from streams.stream_consumer import StreamConsumer
 from tests.support.queue import answer_of, named_clients
 
 pytestmark = pytest.mark.django_db

@@ -20,10 +20,10 @@ from django.core.management import call_command
 from stockserve_client import InputQueue, OutputQueue, protocol
 
 from devstack.redis import EmbeddedRedis
-from predictions.redis_client import get_redis
-from serving import stream_bounds
-from serving.stream_consumer import StreamConsumer
-from serving.stream_redis import get_queue_redis
+from plumbing.redis_client import get_redis
+from streams import stream_bounds
+from streams.stream_consumer import StreamConsumer
+from streams.stream_redis import get_queue_redis
 from tests.support.api import finished_prediction
 from tests.support.queue import named_clients
 
@@ -71,7 +71,7 @@ def test_the_filler_is_cut_off_and_everyone_else_goes_on(queue_redis, settings, 
         assert service.lpush("fill-test-queue", "a task") == 1
         service.delete("stockserve:throttle:fill-test", "fill-test-queue")
 
-        with caplog.at_level(logging.WARNING, logger="serving.stream_bounds"):
+        with caplog.at_level(logging.WARNING, logger="streams.stream_bounds"):
             consumer.step(block_ms=100)
         assert "stream client billing cut off for 300 s" in caplog.text
         state = listed()["billing"]

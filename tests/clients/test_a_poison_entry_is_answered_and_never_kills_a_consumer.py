@@ -10,9 +10,10 @@ from django.conf import settings
 from django.db import OperationalError
 from stockserve_client import InputQueue, OutputQueue, protocol
 
-from predictions.redis_client import get_redis
-from serving import gate, stream_consumer
-from serving.stream_consumer import DEAD_LETTER_STREAM, StreamConsumer
+from plumbing.redis_client import get_redis
+from predictions import gate
+from streams import stream_consumer
+from streams.stream_consumer import DEAD_LETTER_STREAM, StreamConsumer
 from tests.support.api import finished_prediction
 from tests.support.queue import clear_queue, consumer
 

@@ -15,8 +15,8 @@ from urllib.parse import unquote, urlsplit
 import pytest
 from django.core.management import call_command
 
-from serving.stream_consumer import StreamConsumer
-from serving.stream_redis import get_queue_redis
+from streams.stream_consumer import StreamConsumer
+from streams.stream_redis import get_queue_redis
 from tests.support.queue import named_clients
 
 pytestmark = pytest.mark.django_db

@@ -15,8 +15,8 @@ import redis
 from stockserve_client import InputQueue, OutputQueue, protocol
 
 from devstack.redis import EmbeddedRedis
-from serving.stream_consumer import StreamConsumer
-from serving.stream_redis import get_queue_redis
+from streams.stream_consumer import StreamConsumer
+from streams.stream_redis import get_queue_redis
 from tests.support.api import finished_prediction
 from tests.support.queue import named_clients
 from tests.support.waiting import eventually

@@ -8,8 +8,8 @@ import pytest
 import redis
 from stockserve_client import InputQueue, protocol
 
-from serving.stream_consumer import StreamConsumer
-from serving.stream_redis import get_queue_redis
+from streams.stream_consumer import StreamConsumer
+from streams.stream_redis import get_queue_redis
 from tests.support.api import finished_prediction
 from tests.support.queue import answer_of, named_clients
 

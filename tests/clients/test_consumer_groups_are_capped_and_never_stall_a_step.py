@@ -13,10 +13,10 @@ import pytest
 import redis
 from stockserve_client import InputQueue, OutputQueue, protocol
 
-from serving import stream_bounds
-from serving.stream_bounds import trim_read
-from serving.stream_consumer import StreamConsumer
-from serving.stream_redis import get_queue_redis
+from streams import stream_bounds
+from streams.stream_bounds import trim_read
+from streams.stream_consumer import StreamConsumer
+from streams.stream_redis import get_queue_redis
 from tests.support.api import finished_prediction
 from tests.support.queue import named_clients
 
@@ -59,7 +59,7 @@ def test_groups_within_the_bound_are_kept_and_a_few_over_it_destroyed(settings, 
         make_groups_from.xgroup_create(OUT, "g3", id="0")
         for c in range(5):  # g1 gets a fifth consumer
             make_groups_from.xreadgroup("g1", f"more{c}", {OUT: ">"}, count=1)
-        with caplog.at_level(logging.WARNING, logger="serving.stream_bounds"):
+        with caplog.at_level(logging.WARNING, logger="streams.stream_bounds"):
             consumer.step(block_ms=50)
         assert group_names() == ["g0", "g2"]
         assert "destroyed 1 consumer groups over its bound of 3 and 1 with more than 4" in (

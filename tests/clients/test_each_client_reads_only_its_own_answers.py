@@ -11,8 +11,8 @@ import redis
 from django.core.management import call_command
 from stockserve_client import InputQueue, OutputQueue, protocol
 
-from predictions.redis_client import get_redis, text
-from serving.stream_bounds import trim_read
+from plumbing.redis_client import get_redis, text
+from streams.stream_bounds import trim_read
 from tests.support.api import finished_prediction
 from tests.support.queue import consumer
 

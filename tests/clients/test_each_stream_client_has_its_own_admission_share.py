@@ -8,9 +8,9 @@ from __future__ import annotations
 import pytest
 from stockserve_client import InputQueue, protocol
 
-from predictions.redis_client import get_redis
-from serving import admission
-from serving.stream_consumer import StreamConsumer
+from plumbing.redis_client import get_redis
+from predictions import admission
+from streams.stream_consumer import StreamConsumer
 from tests.support.queue import answer_of, named_clients
 
 pytestmark = pytest.mark.django_db

@@ -5,7 +5,7 @@ says nothing."""
 
 from __future__ import annotations
 
-from serving.stream_redis import queue_redis_check
+from streams.stream_redis import queue_redis_check
 
 
 def test_production_with_the_queue_in_the_main_redis_warns(settings):

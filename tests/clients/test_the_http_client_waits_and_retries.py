@@ -35,7 +35,7 @@ def test_bad_input_raises_the_services_sentence(live_server):
 def test_a_refusal_is_retried_after_its_retry_after_then_raised(live_server, settings):
     settings.ADMISSION_MAX_IN_FLIGHT = 1
     settings.ADMISSION_CLIENT_SHARE = 1.0
-    from serving import admission
+    from predictions import admission
 
     admission.admit("someone-else", "anon:elsewhere", 2e9, 1)  # the one place is taken
     slept: list[float] = []

@@ -24,14 +24,14 @@ def console_formatter() -> logging.Formatter:
 
 def logged_lines(caplog, reason: str, staff_api_client) -> list[str]:
     two_generations()
-    caplog.set_level(logging.INFO, logger="predictions.generations")
+    caplog.set_level(logging.INFO, logger="registry.generations")
     response = staff_api_client.post(
         "/api/v1/generations/IBM/ridge/",
         {"action": "promote", "generation": 2, "reason": reason},
         format="json",
     )
     assert response.status_code == 200
-    record = [r for r in caplog.records if r.name == "predictions.generations"][-1]
+    record = [r for r in caplog.records if r.name == "registry.generations"][-1]
     return console_formatter().format(record).split("\n")
 
 

@@ -11,10 +11,10 @@ import sys
 import pytest
 from django.conf import settings as django_settings
 
-from predictions import redis_client
-from predictions.redis_client import broker_redis, get_redis, results_redis
-from serving import queue_wait
-from serving.stream_redis import get_queue_redis
+from plumbing import redis_client
+from plumbing.redis_client import broker_redis, get_redis, results_redis
+from streams.stream_redis import get_queue_redis
+from workers import queue_wait
 
 ROLE_DBS = {"REDIS_URL": 11, "CELERY_BROKER_URL": 12, "CELERY_RESULT_BACKEND": 13}
 

@@ -19,7 +19,7 @@ from stockserve_client import protocol
 
 from devstack.supervisor import spawn, stop_group
 from launch import process_catalog, stack_file
-from serving.stream_bounds import user_name
+from streams.stream_bounds import user_name
 from tests.support.processes import ROOT
 from tests.support.waiting import eventually
 

@@ -15,7 +15,7 @@ from stockserve_client import protocol
 
 from launch import process_catalog, stack_file
 from launch.private_files import owner_only_dir
-from serving.stream_bounds import user_name
+from streams.stream_bounds import user_name
 from tests.support.processes import ROOT
 
 NAMED_BY_THE_STACK = ("REDIS_URL", "QUEUE_REDIS_URL", "DATABASE_URL", "CELERY_BROKER_URL",

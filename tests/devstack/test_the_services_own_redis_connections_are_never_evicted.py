@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 import redis
 
-from predictions import redis_client
+from plumbing import redis_client
 from tests.support.main_redis import PASSWORD, READER, launched_main_redis
 
 

@@ -88,7 +88,7 @@ def test_the_plain_garch_fit_recovers_a_simulated_process_without_leverage():
 
 
 def sample_bars(n: int = 1200):
-    from predictions.prices import load_sample
+    from marketdata.prices import load_sample
 
     h = load_sample("IBM")
     bars = volatility.Bars(h.open[:n], h.high[:n], h.low[:n], h.close[:n], h.adj_close[:n])

@@ -20,7 +20,7 @@ LIGHT_MODULES = [
     "predictions.forecasting._windows",
     "predictions.forecasting.batching",
     "predictions.forecasting.calibration",
-    "predictions.forecasting.doubt",
+    "predictions.forecasting.unsure",
     "predictions.forecasting.weighting",
     "predictions.evaluation.significance",
     "predictions.forecasting.scorecard",

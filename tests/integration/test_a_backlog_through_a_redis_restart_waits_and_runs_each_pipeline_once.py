@@ -19,7 +19,7 @@ import requests
 
 from devstack.supervisor import Supervisor
 from loadtests.deployment import Deployment, Setup, migrated_template
-from serving.recovery import COUNTS_KEY, WAITING
+from predictions.recovery import COUNTS_KEY, WAITING
 from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.integration

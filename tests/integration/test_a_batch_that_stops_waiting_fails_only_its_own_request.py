@@ -16,9 +16,9 @@ import pytest
 from celery import current_app
 
 from launch import process_catalog
+from plumbing.redis_client import get_redis
+from predictions import admission, gate
 from predictions.models import PredictionRequest
-from predictions.redis_client import get_redis
-from serving import admission, gate
 from tests.support.processes import ROOT, database_url_for_workers
 from tests.support.waiting import eventually
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from predictions import admission
 from predictions.models import PredictionRequest, Status
-from serving import admission
 from tests.support.api import finished_prediction, wait_until_final
 
 URL = "/api/v1/predictions/"

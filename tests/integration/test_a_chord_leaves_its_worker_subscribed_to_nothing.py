@@ -7,7 +7,7 @@ import gc
 
 import pytest
 
-from predictions.redis_client import results_redis
+from plumbing.redis_client import results_redis
 from tests.support.api import submit_and_wait
 from tests.support.waiting import eventually
 

@@ -10,11 +10,10 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from predictions import results
-from predictions.model_registry import forget_runs
+from marketdata.sources import price_chain
+from predictions import results, stages
 from predictions.models import ModelGeneration
-from predictions.sources import price_chain
-from workers import stages
+from registry.model_registry import forget_runs
 
 pytestmark = pytest.mark.django_db
 

@@ -14,13 +14,13 @@ from collections.abc import Iterator
 import pytest
 from celery import current_app
 
-from predictions import market_clock
+from market import market_clock, market_days
+from marketdata.sources import price_chain
 from predictions.models import ForecastRecord, ForecastScore
-from predictions.sources import price_chain
-from serving import market_days, queue_routing
 from tests.support.api import submit_and_wait
 from tests.support.processes import start_worker_process, stop_process, wait_for_worker
 from tests.support.waiting import eventually
+from workers import queue_routing
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration]
 MODELS = ["naive", "ridge", "arima"]

@@ -11,14 +11,13 @@ import pytest
 from celery import current_app
 from django.utils import timezone
 
-from predictions import progress
+from plumbing.redis_client import broker_redis
+from predictions import broker_messages, gate, progress, recovery
+from predictions.gate import Client, Question, Queued
 from predictions.models import Lane, PredictionRequest, Status
-from predictions.redis_client import broker_redis
-from serving import broker_messages, gate, recovery
-from serving.gate import Client, Question, Queued
-from serving.queue_wait import priority_keys
 from tests.support.spare import spare_worker
 from tests.support.waiting import eventually
+from workers.queue_wait import priority_keys
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration]
 

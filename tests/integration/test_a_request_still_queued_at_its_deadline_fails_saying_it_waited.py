@@ -10,9 +10,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from plumbing.redis_client import epoch
+from predictions import broker_messages, pipeline, recovery, worker_holdings
 from predictions.models import PredictionRequest, Status
-from predictions.redis_client import epoch
-from serving import broker_messages, pipeline, recovery, worker_holdings
 from tests.support.waiting import eventually
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration]

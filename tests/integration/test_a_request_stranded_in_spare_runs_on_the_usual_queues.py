@@ -9,10 +9,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from predictions import progress
+from predictions import broker_messages, gate, progress, recovery
+from predictions.gate import Client, Question, Queued
 from predictions.models import PredictionRequest, Status
-from serving import broker_messages, gate, recovery
-from serving.gate import Client, Question, Queued
 from tests.support.spare import spare_worker
 from tests.support.waiting import eventually
 

@@ -9,12 +9,12 @@ from datetime import date, timedelta
 
 import pytest
 
-from predictions import generations
+from marketdata.sources import price_chain
+from predictions import stages
 from predictions.models import ForecastRecord, ForecastScore, GenerationEvent, ModelGeneration
-from predictions.sources import price_chain
+from registry import generations
 from tests.support.api import submit_and_wait
 from tests.support.waiting import eventually
-from workers import stages
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration]
 

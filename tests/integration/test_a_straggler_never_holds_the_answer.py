@@ -13,16 +13,16 @@ from typing import Any
 
 import pytest
 
-from predictions import progress
+from plumbing.redis_client import get_redis
+from predictions import admission, progress
 from predictions.models import ModelGeneration, PredictionRequest, StoredRun
-from predictions.redis_client import get_redis
-from serving import admission, queue_routing
 from tests.support.api import URL, wait_until_final
 from tests.support.processes import (
     WORKER_LOG,
     sole_worker,
 )
 from tests.support.waiting import eventually
+from workers import queue_routing
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration]
 MODELS = ["naive", "ridge", "arima"]

@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from serving import queue_routing
 from tests.support.api import URL, wait_until_final
 from tests.support.processes import sole_worker
 from tests.support.waiting import eventually
+from workers import queue_routing
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration]
 MODELS = ["naive", "lstm"]

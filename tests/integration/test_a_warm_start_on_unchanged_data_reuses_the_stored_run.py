@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from predictions.model_registry import forget_runs
+from marketdata.sources import price_chain
+from predictions import stages
 from predictions.models import StoredRun
-from predictions.sources import price_chain
-from workers import stages
+from registry.model_registry import forget_runs
 
 pytestmark = pytest.mark.django_db
 

@@ -17,9 +17,8 @@ from stockserve_client import InputQueue, OutputQueue, protocol
 from devstack.redis import EmbeddedRedis, free_port
 from devstack.supervisor import spawn
 from launch import process_catalog
-from predictions.redis_client import EPOCH_KEY
-from serving.admission import DRAINED_PREFIX
-from serving.presence import WORKERS_KEY
+from plumbing.redis_client import EPOCH_KEY
+from predictions.admission import DRAINED_PREFIX
 from tests.support.processes import (
     WORKER_LOG,
     database_url_for_workers,
@@ -27,6 +26,7 @@ from tests.support.processes import (
     stop_process,
 )
 from tests.support.waiting import eventually
+from workers.presence import WORKERS_KEY
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration]
 

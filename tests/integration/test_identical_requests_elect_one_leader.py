@@ -10,7 +10,7 @@ from django.db import IntegrityError, connection
 from django.utils import timezone
 
 from predictions.models import PredictionRequest, Status
-from serving.submission import submit
+from predictions.submission import submit
 
 pytestmark = pytest.mark.django_db(transaction=True)
 

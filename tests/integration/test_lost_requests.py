@@ -12,12 +12,11 @@ from django.core.management import call_command
 from django.utils import timezone
 from kombu.exceptions import OperationalError as BrokerError
 
-from predictions import progress
+from plumbing.redis_client import epoch
+from predictions import final, pipeline, progress, worker_holdings
 from predictions.models import PredictionRequest, Status
-from predictions.redis_client import epoch
-from serving import final, pipeline, worker_holdings
-from serving.recovery import sweep
-from workers.tasks import chord_failed
+from predictions.recovery import sweep
+from predictions.tasks import chord_failed
 
 pytestmark = pytest.mark.django_db
 

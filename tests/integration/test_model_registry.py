@@ -59,8 +59,8 @@ def test_an_unknown_symbol_has_no_models(staff_api_client, celery_worker):
 
 def test_a_state_trained_in_one_process_warm_starts_another(staff_api_client, celery_worker):
     """This test process trains and stores; the worker process loads from the database."""
-    from predictions.sources import price_chain
-    from workers import stages
+    from marketdata.sources import price_chain
+    from predictions import stages
 
     history = price_chain().fetch("IBM")
     for name in ("naive", "ridge", "arima"):
@@ -77,8 +77,8 @@ def test_a_state_trained_in_one_process_warm_starts_another(staff_api_client, ce
 
 
 def test_an_unreadable_state_is_retrained_not_fatal(staff_api_client, celery_worker):
-    from predictions.sources import price_chain
-    from workers import stages
+    from marketdata.sources import price_chain
+    from predictions import stages
 
     history = price_chain().fetch("MSFT")
     stages.model_run("ridge", history, 2)
@@ -92,7 +92,7 @@ def test_an_unreadable_state_is_retrained_not_fatal(staff_api_client, celery_wor
 
 
 def test_old_generations_are_pruned(settings):
-    from predictions import model_registry
+    from registry import model_registry
 
     settings.REGISTRY_KEEP_GENERATIONS = 2
     for _ in range(4):

@@ -9,7 +9,7 @@ import logging
 import pytest
 from django.conf import settings
 
-from predictions import log_context
+from plumbing import log_context
 from tests.support.api import submit_and_wait
 from tests.support.processes import WORKER_LOG
 from tests.support.waiting import eventually

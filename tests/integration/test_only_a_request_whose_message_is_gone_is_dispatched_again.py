@@ -13,12 +13,11 @@ import pytest
 from celery import current_app
 from django.utils import timezone
 
-from predictions import progress
+from plumbing.redis_client import broker_redis, epoch, get_redis
+from predictions import broker_messages, pipeline, progress, recovery, worker_holdings
 from predictions.models import PredictionRequest, Status
-from predictions.redis_client import broker_redis, epoch, get_redis
-from serving import broker_messages, pipeline, recovery, worker_holdings
-from serving.queue_wait import priority_keys
 from tests.support.waiting import eventually
+from workers.queue_wait import priority_keys
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration]
 
@@ -66,7 +65,7 @@ def test_a_quiet_request_waits_in_its_queue_and_is_dispatched_again_once_its_mes
 
     assert delete_from_the_broker(first_root) == 1
     before = redispatches()
-    with caplog.at_level(logging.WARNING, logger="serving.recovery"):
+    with caplog.at_level(logging.WARNING, logger="predictions.recovery"):
         lost = recovery.sweep()
     request.refresh_from_db()
     assert (lost.redispatched, request.attempts, redispatches() - before) == (1, 2, 1)

@@ -6,10 +6,10 @@ import math
 
 import pytest
 
+from predictions import final
 from predictions.forecasting.calibration import load_calibration
 from predictions.forecasting.volatility import LABELS
 from predictions.models import PredictionRequest
-from serving import final
 from tests.support.api import URL, submit_and_wait
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration]
@@ -34,7 +34,7 @@ def test_it_predicts_aapl_through_the_chord_on_the_worker(staff_api_client, cele
         assert model["worker"] == celery_worker
         assert model["queue"] == "cpu"
     assert math.isclose(sum(m["weight"] for m in models.values()), 1.0, abs_tol=1e-6)
-    # Every model in time for the latency objective (workers/stragglers.py): none named late.
+    # Every model in time for the latency objective (predictions/stragglers.py): none named late.
     assert "late" not in result and not any(m.get("late") for m in models.values())
 
     combined = result["combined"]["forecast"]
@@ -128,7 +128,7 @@ def test_an_identical_request_in_flight_is_joined_not_run_twice(api_client, cele
 
 def test_followers_fail_with_their_leader():
     from predictions.models import PredictionRequest
-    from serving.submission import join
+    from predictions.submission import join
 
     leader = PredictionRequest.objects.create(symbol="AAPL", horizon=5, status="running")
     follower = join(leader, None)
@@ -142,7 +142,7 @@ def test_followers_fail_with_their_leader():
 
 def test_a_follower_of_a_leader_that_just_finished_settles_itself():
     from predictions.models import PredictionRequest
-    from serving.submission import join
+    from predictions.submission import join
 
     leader = PredictionRequest.objects.create(symbol="AAPL", horizon=5, status="running")
     stale_view = PredictionRequest.objects.get(id=leader.id)

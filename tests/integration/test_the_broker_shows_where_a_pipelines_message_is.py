@@ -2,7 +2,7 @@
 pipeline's message is found by its first task's id while it waits in its queue, then as
 delivered and unacknowledged once a worker holds it (and that worker says it holds it),
 and a delivered message no worker holds goes back to its queue. It fails when kombu or
-Celery change how they keep a message (`serving/broker_messages.py` reads them in place).
+Celery change how they keep a message (`predictions/broker_messages.py` reads them in place).
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ import uuid
 import pytest
 from celery import Signature, current_app
 
-from serving import broker_messages, signatures, worker_holdings
-from serving.worker_holdings import SCHEDULED
+from predictions import broker_messages, signatures, worker_holdings
+from predictions.worker_holdings import SCHEDULED
 from tests.support.waiting import eventually
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration]

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 from celery import current_app
 
+from market import watchlist
 from predictions.models import PredictionRequest
-from serving import watchlist
 from tests.support.api import URL, wait_until_final
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration]

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from loadtests.latencies import summarize
-from predictions.stats import percentile
+from plumbing.stats import percentile
 
 
 def test_it_matches_numpy_on_raw_samples():

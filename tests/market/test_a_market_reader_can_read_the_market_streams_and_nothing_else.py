@@ -12,8 +12,8 @@ import redis
 from django.core.management import call_command
 from stockserve_client.market import BAR, MarketFeed, market_stream
 
-from predictions import market_events
-from predictions.redis_client import get_redis
+from market import market_events
+from plumbing.redis_client import get_redis
 
 
 @pytest.fixture

@@ -9,10 +9,10 @@ import time
 
 import pytest
 
-from predictions import answer_cache
+from market import market_days, watchlist
+from plumbing.redis_client import get_redis
+from predictions import answer_cache, gate
 from predictions.models import PredictionRequest
-from predictions.redis_client import get_redis
-from serving import gate, market_days, watchlist
 from tests.support.api import finished_prediction
 
 pytestmark = pytest.mark.django_db

@@ -12,8 +12,8 @@ from channels.testing import WebsocketCommunicator
 from django.conf import settings
 
 from config.asgi import application
-from predictions import market_events
-from predictions.redis_client import get_redis
+from market import market_events
+from plumbing.redis_client import get_redis
 from tests.support.live import run_async, ws_headers
 from tests.support.waiting import eventually_async
 from webui.events.market_relay import forward, forward_market_events

@@ -9,10 +9,10 @@ from datetime import date, datetime
 
 import pytest
 
-from predictions import track_record
+from market import track_record
+from marketdata.prices import CircuitBreaker, PriceHistory, YahooProvider
+from predictions import final
 from predictions.models import ForecastRecord, ForecastScore, PredictionRequest
-from predictions.prices import CircuitBreaker, PriceHistory, YahooProvider
-from serving import final
 from tests.prices.charts import chart_body, new_york, trading_days
 from tests.support.prices import FakeYahoo, unique
 

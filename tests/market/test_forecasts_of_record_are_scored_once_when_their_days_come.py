@@ -14,13 +14,12 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from predictions import answer_cache, market_clock
+from market import market_clock, market_days, tasks
+from marketdata.sources import price_chain
+from predictions import answer_cache
 from predictions.forecasting.proper_scores import interval_score
 from predictions.models import ForecastRecord, ForecastScore
-from predictions.sources import price_chain
-from serving import market_days
 from tests.support.records import finished_on_bar
-from workers import market
 
 pytestmark = pytest.mark.django_db
 START = date(2013, 1, 2)  # a Wednesday
@@ -76,17 +75,17 @@ def test_each_forecast_is_recorded_once_and_each_step_scored_once(replay):
     assert record.path == [550.0, 552.0, 554.0] and set(record.members) == {"naive"}
 
     market_days.control("step", {"days": 2})
-    market.score_forecasts()
+    tasks.score_forecasts()
     record.refresh_from_db()
     assert record.scored_steps == 2 and not record.matured
     assert ForecastScore.objects.filter(model="ensemble").count() == 2
     assert ForecastScore.objects.filter(model="naive").count() == 2
 
-    market.score_forecasts()  # again, as a redelivered task would: nothing new
+    tasks.score_forecasts()  # again, as a redelivered task would: nothing new
     assert ForecastScore.objects.count() == 4
 
     market_days.control("step", {"days": 5})
-    market.score_forecasts()
+    tasks.score_forecasts()
     record.refresh_from_db()
     assert record.matured and ForecastScore.objects.count() == 6
     history = price_chain().fetch("AAPL")
@@ -116,7 +115,7 @@ def test_the_track_record_shows_public_forecasts_to_anyone_and_private_ones_to_t
     finished("AAPL", "2013-01-02", 549.03, [550.0, 552.0, 554.0])
     finished("AAPL", "2013-01-03", 542.0, [543.0, 544.0, 545.0], user=owner)
     market_days.control("step", {"days": 6})
-    market.score_forecasts()
+    tasks.score_forecasts()
 
     anonymous = api_client.get(URL.format("aapl")).json()
     assert [f["as_of"] for f in anonymous["forecasts"]] == ["2013-01-02"]
@@ -165,7 +164,7 @@ def test_the_python_client_reads_the_track_record(replay, live_server):
 
     finished("GOOG", "2013-01-02", 723.25, [724.0, 725.0])
     market_days.control("step", {"days": 3})
-    market.score_forecasts()
+    tasks.score_forecasts()
     record = Client(live_server.url).track_record("goog", horizon=2)
     assert [f["as_of"] for f in record["forecasts"]] == ["2013-01-02"]
     assert record["metrics"]["ensemble"]["n"] == 2

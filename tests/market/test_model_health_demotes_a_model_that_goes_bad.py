@@ -13,9 +13,9 @@ from datetime import date
 
 import pytest
 
-from predictions import model_health
 from predictions.forecasting.health import detect, peer_gaps
 from predictions.models import ModelHealth
+from registry import model_health
 from tests.support.api import predict_cold
 
 SIGMA = 0.015  # the market's daily move

@@ -10,8 +10,8 @@ from datetime import date, timedelta
 
 import pytest
 
-from predictions import model_health
 from predictions.models import ForecastRecord, ForecastScore, ModelHealth
+from registry import model_health
 from tests.forecasting.peer_errors import peer_errors
 
 pytestmark = pytest.mark.django_db

@@ -12,10 +12,10 @@ from datetime import date
 
 import pytest
 
-from predictions import track_record
+from market import track_record
+from marketdata.prices import CircuitBreaker, PriceHistory, YahooProvider
+from predictions import final
 from predictions.models import ForecastRecord, ForecastScore, PredictionRequest
-from predictions.prices import CircuitBreaker, PriceHistory, YahooProvider
-from serving import final
 from tests.prices.charts import chart_body, new_york, trading_days
 from tests.support.prices import FakeYahoo, unique
 
@@ -163,7 +163,7 @@ def test_a_forecast_whose_as_of_bar_is_not_in_todays_history_is_not_scored(fake_
     gone.as_of = date(2024, 6, 1)  # a Saturday: no bar in any history
     gone.save()
 
-    with caplog.at_level(logging.WARNING, logger="predictions.track_record"):
+    with caplog.at_level(logging.WARNING, logger="market.track_record"):
         assert track_record.score(today).rows == 0
 
     gone.refresh_from_db()

@@ -7,11 +7,9 @@ from __future__ import annotations
 
 import pytest
 
-from predictions import track_record, track_record_cache
+from market import market_days, tasks, track_record, track_record_cache
 from predictions.models import PredictionRequest
-from serving import market_days
 from tests.support.records import finished_on_bar
-from workers import market
 
 pytestmark = pytest.mark.django_db
 URL = "/api/v1/symbols/AAPL/track-record/?horizon=3"
@@ -44,7 +42,7 @@ def without_clock(body: dict) -> dict:
 def test_a_repeat_is_read_from_the_cache_with_the_same_body(replay, api_client, computed, settings):
     finished("2013-01-02", 549.03, [550.0, 552.0, 554.0])
     market_days.control("step", {"days": 2})
-    market.score_forecasts()
+    tasks.score_forecasts()
     first = api_client.get(URL).json()
     again = api_client.get(URL).json()
     assert len(computed) == 1 and again == first
@@ -57,12 +55,12 @@ def test_a_repeat_is_read_from_the_cache_with_the_same_body(replay, api_client, 
 def test_a_new_score_or_a_new_forecast_is_computed_again(replay, api_client, computed):
     finished("2013-01-02", 549.03, [550.0, 552.0, 554.0])
     market_days.control("step", {"days": 1})
-    market.score_forecasts()
+    tasks.score_forecasts()
     before = api_client.get(URL).json()
     assert before["metrics"]["ensemble"]["n"] == 1
 
     market_days.control("step", {"days": 1})
-    market.score_forecasts()  # a new score: the records' version changed
+    tasks.score_forecasts()  # a new score: the records' version changed
     scored = api_client.get(URL).json()
     assert len(computed) == 2 and scored["metrics"]["ensemble"]["n"] == 2
 

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from datetime import date
 
-from predictions.mentions import gather_sentiment
-from predictions.mentions.chain import build_providers
-from predictions.mentions.offline import SampleMentionProvider
+from marketdata.mentions import gather_sentiment
+from marketdata.mentions.chain import build_providers
+from marketdata.mentions.offline import SampleMentionProvider
 
 
 def test_a_replayed_day_before_every_post_hears_none_and_says_so() -> None:

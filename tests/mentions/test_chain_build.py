@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from predictions.mentions import (
+from marketdata.mentions import (
     SampleMentionProvider,
     UnconfiguredXProvider,
     XProvider,

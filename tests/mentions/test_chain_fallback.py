@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import responses
 
-from predictions.mentions import (
+from marketdata.mentions import (
     MentionBatch,
     MentionProvider,
     MentionsUnavailable,

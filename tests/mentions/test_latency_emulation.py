@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from predictions.mentions import (
+from marketdata.mentions import (
     LatencyEmulatedMentions,
     MentionsUnavailable,
     SampleMentionProvider,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from predictions.mentions import SAMPLE_NOTE, SampleMentionProvider, sample_symbols, score_batch
+from marketdata.mentions import SAMPLE_NOTE, SampleMentionProvider, sample_symbols, score_batch
 
 OFFLINE_SYMBOLS = ["AAPL", "GOOG", "IBM", "MSFT", "FB", "^GSPC", "^IXIC"]
 

@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from predictions.mentions import MentionBatch, Post, SampleMentionProvider, score_batch
-from predictions.mentions.sentiment import analyzer, compound_score
+from marketdata.mentions import MentionBatch, Post, SampleMentionProvider, score_batch
+from marketdata.mentions.sentiment import analyzer, compound_score
 
 
 def _batch(*texts: str) -> MentionBatch:

@@ -6,7 +6,7 @@ import pytest
 import requests
 import responses
 
-from predictions.mentions import (
+from marketdata.mentions import (
     MentionsError,
     MentionsForbidden,
     MentionsRateLimited,

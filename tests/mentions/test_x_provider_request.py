@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import responses
 
-from predictions.mentions import XProvider
+from marketdata.mentions import XProvider
 
 from .conftest import RECENT_SEARCH_URL, TOKEN, recent_search_body
 

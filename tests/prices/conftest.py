@@ -46,7 +46,7 @@ def no_network(monkeypatch: pytest.MonkeyPatch) -> NetworkGuard:
 @pytest.fixture(scope="session", autouse=True)
 def yf_cache_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """yfinance's tz/cookie caches in a temp dir (first configuration wins per process)."""
-    from predictions.prices.yahoo import configure_yfinance
+    from marketdata.prices.yahoo import configure_yfinance
 
     return configure_yfinance(tmp_path_factory.mktemp("yfinance-cache"))
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 import redis
 
-from predictions.prices import CircuitBreaker, breaker_redis
+from marketdata.prices import CircuitBreaker, breaker_redis
 from tests.support.prices import unique
 
 

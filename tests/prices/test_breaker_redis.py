@@ -10,8 +10,8 @@ from typing import Any
 
 import redis
 
-from predictions.prices import CircuitBreaker
-from predictions.prices import breaker as breaker_module
+from marketdata.prices import CircuitBreaker
+from marketdata.prices import breaker as breaker_module
 from tests.support.prices import unique
 from tests.support.waiting import eventually
 
@@ -21,7 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def _allow_in_another_process(name: str, port: int) -> bool:
     code = (
         "import redis, sys\n"
-        "from predictions.prices import CircuitBreaker\n"
+        "from marketdata.prices import CircuitBreaker\n"
         f"b = CircuitBreaker({name!r}, redis_client=redis.Redis(port={port}))\n"
         "print(b.allow())\n"
     )

@@ -4,12 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from predictions.prices import (
-    LatencyEmulatedPrices,
-    SamplePriceProvider,
-    YahooProvider,
-    build_chain,
-)
+from marketdata.prices import LatencyEmulatedPrices, SamplePriceProvider, YahooProvider, build_chain
 
 
 def test_it_builds_providers_in_the_configured_order() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from predictions.prices import (
+from marketdata.prices import (
     CircuitBreaker,
     PriceChain,
     ProviderUnavailable,

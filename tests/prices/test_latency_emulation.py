@@ -7,12 +7,7 @@ import time
 
 import pytest
 
-from predictions.prices import (
-    LatencyEmulatedPrices,
-    SamplePriceProvider,
-    UnknownSymbol,
-    build_chain,
-)
+from marketdata.prices import LatencyEmulatedPrices, SamplePriceProvider, UnknownSymbol, build_chain
 from tests.support.prices import FakeProvider
 
 

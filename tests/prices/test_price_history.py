@@ -7,7 +7,7 @@ import datetime as dt
 import numpy as np
 import pytest
 
-from predictions.prices import PriceHistory, SamplePriceProvider
+from marketdata.prices import PriceHistory, SamplePriceProvider
 from tests.support.prices import tiny_history
 
 

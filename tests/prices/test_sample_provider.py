@@ -7,7 +7,7 @@ import datetime as dt
 import numpy as np
 import pytest
 
-from predictions.prices import SAMPLE_SYMBOLS, SamplePriceProvider, UnknownSymbol
+from marketdata.prices import SAMPLE_SYMBOLS, SamplePriceProvider, UnknownSymbol
 
 
 @pytest.mark.parametrize("symbol", SAMPLE_SYMBOLS)

@@ -8,7 +8,7 @@ from datetime import UTC, date, datetime
 
 import pytest
 
-from predictions.prices.sessions import LATEST_ZONE, SETTLE, Exchange, closes_at, exchange_for
+from marketdata.prices.sessions import LATEST_ZONE, SETTLE, Exchange, closes_at, exchange_for
 
 NYSE = Exchange("XNYS", "America/New_York")
 

@@ -9,8 +9,8 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from predictions.prices import CircuitBreaker, PriceHistory, ProviderUnavailable, YahooProvider
-from predictions.prices.sessions import DROPPED
+from marketdata.prices import CircuitBreaker, PriceHistory, ProviderUnavailable, YahooProvider
+from marketdata.prices.sessions import DROPPED
 from tests.prices.charts import chart_body, new_york, trading_days
 from tests.support.prices import FakeYahoo, unique
 

@@ -9,7 +9,7 @@ import yfinance.base
 from curl_cffi.requests import exceptions as curl_exc
 from yfinance.exceptions import YFPricesMissingError, YFRateLimitError
 
-from predictions.prices import (
+from marketdata.prices import (
     CircuitBreaker,
     ProviderUnavailable,
     RateLimited,

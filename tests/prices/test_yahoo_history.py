@@ -6,7 +6,7 @@ import datetime as dt
 
 import numpy as np
 
-from predictions.prices import CircuitBreaker, YahooProvider
+from marketdata.prices import CircuitBreaker, YahooProvider
 from tests.support.prices import FakeYahoo, load_fixture, unique
 
 

@@ -26,9 +26,9 @@ from django.db import connections
 
 from provisioning.bundle import snapshot
 from provisioning.models import ProvisioningRun
-from serving import presence
 from tests.support.processes import ROOT, database_url_for_workers
 from tests.support.testhosts import TestNetwork, unavailable_reason
+from workers import presence
 
 
 @dataclass
@@ -75,7 +75,7 @@ class Cluster:
 
 
 def _listen_on(address: str) -> tuple[object, str]:
-    from predictions.redis_client import get_redis
+    from plumbing.redis_client import get_redis
 
     redis = get_redis()
     before = redis.config_get("bind")["bind"]

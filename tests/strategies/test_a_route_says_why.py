@@ -10,8 +10,8 @@ from __future__ import annotations
 import pytest
 from redis.exceptions import ConnectionError as RedisConnectionError
 
-from serving import presence, queue_routing
-from serving.queue_routing import Route, route_model, route_models
+from workers import presence, queue_routing
+from workers.queue_routing import Route, route_model, route_models
 
 
 def gpu_consumers(monkeypatch: pytest.MonkeyPatch, *hosts: str) -> None:
@@ -69,8 +69,8 @@ def test_one_task_for_every_model_names_the_deep_ones_in_its_reason(monkeypatch)
 
 
 def test_the_model_task_carries_the_reason_in_its_headers(monkeypatch, db):
+    from predictions import signatures
     from predictions.models import PredictionRequest
-    from serving import signatures
 
     gpu_consumers(monkeypatch)
     request = PredictionRequest.objects.create(symbol="IBM", horizon=5)

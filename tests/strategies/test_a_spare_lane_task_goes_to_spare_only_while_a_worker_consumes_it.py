@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import pytest
 
+from predictions import signatures
 from predictions.models import Lane, PredictionRequest
-from serving import presence, queue_routing, signatures
+from workers import presence, queue_routing
 
 
 def worker(queue: str, warm: bool = True) -> dict[str, object]:

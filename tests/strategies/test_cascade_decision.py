@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from workers.strategies.cascade import judge, split_models
+from predictions.strategies.cascade import judge, split_models
 
 
 def run(model: str, final: float, mae: float = 1.0, naive_mae: float = 1.1) -> dict:

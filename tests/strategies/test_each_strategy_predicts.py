@@ -7,8 +7,8 @@ import math
 import pytest
 from django.conf import settings
 
+from predictions.strategies.cascade import split_models
 from tests.support.api import predict_cold, stages_by_name
-from workers.strategies.cascade import split_models
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration]
 

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import pytest
 
-from serving import presence
 from tests.support.api import predict_cold, stages_by_name
 from tests.support.processes import start_worker_process, stop_process, wait_for_worker
 from tests.support.waiting import eventually
+from workers import presence
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration]
 

@@ -10,9 +10,9 @@ from django.contrib.auth import get_user_model
 from rest_framework.test import APIClient
 
 from predictions.models import Lane, PredictionRequest
-from serving import presence
 from tests.support.api import URL, stages_by_name, submit_and_wait
 from tests.support.waiting import eventually
+from workers import presence
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration]
 

@@ -26,8 +26,8 @@ from django.db import connections
 from devstack.redis import free_port
 from devstack.supervisor import spawn
 from launch import process_catalog
+from plumbing.redis_client import get_redis
 from predictions.progress import EVENTS_CHANNEL
-from predictions.redis_client import get_redis
 from tests.support.processes import ROOT, database_url_for_workers, stop_process
 from tests.support.waiting import eventually
 

@@ -13,7 +13,7 @@ import redis
 
 from devstack import launcher
 from launch import process_catalog
-from serving.redis_users import market_reader_rules
+from streams.redis_users import market_reader_rules
 
 READER, PASSWORD = "market-quotes", "a-reader-password"
 

@@ -13,7 +13,7 @@ from curl_cffi import requests as curl_requests
 from curl_cffi.requests import exceptions as curl_exc
 from curl_cffi.requests.headers import Headers
 
-from predictions.prices import PriceDataError, PriceHistory, PriceProvider
+from marketdata.prices import PriceDataError, PriceHistory, PriceProvider
 
 FIXTURES = Path(__file__).parent.parent / "prices" / "fixtures"
 

@@ -12,8 +12,8 @@ from django.db import connection
 
 from devstack.supervisor import spawn, stop_group
 from launch import process_catalog
-from serving import presence
 from tests.support.waiting import eventually
+from workers import presence
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 WORKER_LOG = ROOT / "var" / f"test-worker-{os.getpid()}.log"

@@ -16,8 +16,8 @@ from stockserve_client import protocol
 
 from devstack.supervisor import spawn
 from launch import process_catalog
-from serving import stream_bounds
-from serving.stream_redis import get_queue_redis
+from streams import stream_bounds
+from streams.stream_redis import get_queue_redis
 from tests.support.processes import WORKER_LOG, database_url_for_workers, stop_process
 
 

@@ -1,13 +1,13 @@
-"""Requests the pipeline finished, made without a worker: serving.final.finish records each one's
-forecast of record, as the pipeline's last stage does."""
+"""Requests the pipeline finished, made without a worker: predictions.final.finish records
+each one's forecast of record, as the pipeline's last stage does."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
 
+from predictions import final
 from predictions.models import PredictionRequest
-from serving import final
 
 
 def finished_on_bar(

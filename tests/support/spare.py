@@ -8,9 +8,10 @@ from contextlib import contextmanager
 
 from celery import current_app
 
-from serving import presence, queue_routing, worker_holdings
+from predictions import worker_holdings
 from tests.support.processes import start_worker_process, stop_process, wait_for_worker
 from tests.support.waiting import eventually
+from workers import presence, queue_routing
 
 
 def warm(hostname: str) -> bool:

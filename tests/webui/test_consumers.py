@@ -11,9 +11,9 @@ from channels.testing import WebsocketCommunicator
 from django.contrib.auth.models import User
 
 from config.asgi import application
+from plumbing.redis_client import get_redis
 from predictions import progress
 from predictions.models import PredictionRequest
-from predictions.redis_client import get_redis
 from tests.support.live import make_user, run_async, session_for, ws_headers
 from webui.events.channel_groups import DASHBOARD_GROUP, SNAPSHOT_KEY, request_group
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from predictions.redis_client import get_redis
-from serving import presence
+from plumbing.redis_client import get_redis
 from tests.support.waiting import eventually
+from workers import presence
 
 pytestmark = pytest.mark.django_db
 

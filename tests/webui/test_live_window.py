@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from predictions.stats import percentile
+from plumbing.stats import percentile
 from webui.events.window import LiveWindow
 
 T0 = 1_800_000_000.0

@@ -9,9 +9,10 @@ from types import SimpleNamespace
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from predictions import event_metrics, progress
-from predictions.event_metrics import METRICS_KEY
-from predictions.redis_client import broker_redis, get_redis
+from plumbing import event_metrics
+from plumbing.event_metrics import METRICS_KEY
+from plumbing.redis_client import broker_redis, get_redis
+from predictions import progress
 from tests.support.waiting import eventually
 
 pytestmark = pytest.mark.django_db

@@ -15,9 +15,9 @@ from django.conf import settings
 from django.core.management import CommandError, call_command
 
 from config.asgi import application
+from plumbing.redis_client import get_redis
 from predictions import progress
 from predictions.models import PredictionRequest
-from predictions.redis_client import get_redis
 from tests.support.live import make_user, run_async, session_for, ws_headers
 from tests.support.waiting import eventually_async
 from webui.events.channel_groups import SNAPSHOT_KEY

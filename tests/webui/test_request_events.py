@@ -10,12 +10,12 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from predictions import event_metrics
+from plumbing import event_metrics
+from plumbing.redis_client import get_redis
+from predictions import final
 from predictions.models import PredictionRequest
 from predictions.progress import EVENTS_CHANNEL
-from predictions.redis_client import get_redis
-from serving import final
-from serving.submission import submit
+from predictions.submission import submit
 from tests.support.api import finished_prediction
 
 pytestmark = pytest.mark.django_db

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
+from predictions import admission, signatures
 from predictions.models import PredictionRequest
-from serving import admission, signatures
 
 pytestmark = pytest.mark.django_db
 

@@ -14,12 +14,11 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
-from predictions import deep_batching
+from marketdata.prices.sample import load_sample
+from predictions import deep_batching, parts
 from predictions.forecasting import batching
 from predictions.forecasting.lstm import LSTMForecaster
-from predictions.prices.sample import load_sample
-from workers import parts
-from workers.tasks import run_model
+from predictions.tasks import run_model
 
 SOFT_LIMIT = 3
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from predictions import gate
+from predictions.gate import Client, Question, Queued
 from predictions.models import Lane, PredictionRequest
-from serving import gate
-from serving.gate import Client, Question, Queued
 
 pytestmark = pytest.mark.django_db
 

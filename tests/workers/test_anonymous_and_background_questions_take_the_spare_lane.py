@@ -8,10 +8,10 @@ from __future__ import annotations
 import pytest
 from django.contrib.auth import get_user_model
 
+from market import tasks, watchlist
+from predictions import gate
+from predictions.gate import Client, Question, Queued
 from predictions.models import Lane, PredictionRequest
-from serving import gate, watchlist
-from serving.gate import Client, Question, Queued
-from workers import market
 
 pytestmark = pytest.mark.django_db
 
@@ -31,7 +31,7 @@ def test_anonymous_and_background_questions_take_the_spare_lane_identified_ones_
         "anonymous": lane_of(Client("anon:203.0.113.7"), "AAPL"),
         "anonymous /64": lane_of(Client("anon:2001:db8:1:2::"), "MSFT"),
         "watchlist": lane_of(watchlist.client(), "GOOG"),
-        "model health": lane_of(market.HEALTH, "IBM"),
+        "model health": lane_of(tasks.HEALTH, "IBM"),
     }
     usual = {
         "account": lane_of(Client(f"user:{user.pk}", user), "AAPL"),

@@ -14,8 +14,8 @@ from types import SimpleNamespace
 import pytest
 
 from predictions import progress
-from serving import queue_routing
 from tests.support.redis_away import unreachable_redis
+from workers import queue_routing
 
 REQUEST_ID = "00000000-0000-0000-0000-000000000001"
 
@@ -58,7 +58,7 @@ def test_a_bug_in_an_event_is_raised_not_swallowed():
 
 
 def test_routing_without_presence_data_falls_back_and_says_so(redis_away, caplog):
-    caplog.set_level(logging.WARNING, logger="serving.queue_routing")
+    caplog.set_level(logging.WARNING, logger="workers.queue_routing")
     queue_routing.forget()
     assert queue_routing.has_consumers(queue_routing.GPU) is False
     assert queue_routing.model_processes() == 0

@@ -8,8 +8,9 @@ from datetime import date, timedelta
 import pytest
 from django.utils import timezone
 
+from market import watchlist
+from predictions import admission
 from predictions.models import PredictionRequest
-from serving import admission, watchlist
 
 pytestmark = pytest.mark.django_db
 

@@ -24,10 +24,10 @@ from typing import Any
 
 import redis.asyncio as aioredis
 
-from predictions import log_context
-from predictions.event_metrics import CACHED_FIELD, METRICS_KEY, REFUSED_PREFIX
+from plumbing import log_context
+from plumbing.event_metrics import CACHED_FIELD, METRICS_KEY, REFUSED_PREFIX
+from plumbing.redis_client import text
 from predictions.progress import EVENTS_CHANNEL
-from predictions.redis_client import text
 from webui.events import system
 from webui.events.channel_groups import (
     DASHBOARD_GROUP,

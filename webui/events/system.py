@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from serving import presence, queue_wait, scaling_feed
-from serving.queue_routing import QUEUES
+from workers import presence, queue_wait, scaling_feed
+from workers.queue_routing import QUEUES
 
 
 def queue_depths_and_waits() -> tuple[dict[str, int], dict[str, float]]:

@@ -13,7 +13,7 @@ import time
 from collections import OrderedDict, deque
 from typing import Any
 
-from predictions.stats import percentile
+from plumbing.stats import percentile
 
 FINAL = ("done", "failed")
 STAGE_FIELDS = ("stage", "started_at", "finished_at", "duration_ms", "worker", "queue", "outcome")

@@ -13,7 +13,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError
 
-from predictions.redis_required import require_redis
+from plumbing.redis_required import require_redis
 from provisioning.autoscale.controller import Controller
 
 

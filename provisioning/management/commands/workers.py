@@ -17,7 +17,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from predictions.redis_required import require_redis
+from plumbing.redis_required import require_redis
 from provisioning import hosts, inventory, playbook_runs
 from provisioning.models import RunStatus
 

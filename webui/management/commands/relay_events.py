@@ -16,7 +16,7 @@ from channels.layers import get_channel_layer
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from predictions.redis_required import require_redis
+from plumbing.redis_required import require_redis
 from webui.events.market_relay import forward_market_events
 from webui.events.relay import Relay
 from webui.events.window import LiveWindow

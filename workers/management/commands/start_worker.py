@@ -6,7 +6,7 @@ A GPU found by the Keras backend (or WORKER_GPU=on) adds the `gpu` queue. Each p
 process warms up for its queues right after it forks (`workers.process_warmup`) and then
 counts itself warm.
 
-`spare` (anonymous and background questions, `serving/lanes.py`) is consumed by a worker of
+`spare` (anonymous and background questions, `predictions/lanes.py`) is consumed by a worker of
 its own, which lowers its CPU priority to SPARE_WORKER_NICE (`--nice`) before it starts, so
 its pool processes run on the CPU the other workers leave.
 
@@ -27,9 +27,9 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from predictions.redis_required import require_redis
-from serving.queue_routing import GPU, QUEUES, SPARE
+from plumbing.redis_required import require_redis
 from workers.gpu import detect_gpu
+from workers.queue_routing import GPU, QUEUES, SPARE
 
 
 class Command(BaseCommand):

@@ -1,0 +1,133 @@
+"""The parts of a prediction a task produces, timed and reported, and the finishing step.
+
+Every strategy runs its stages through these, so a model or the sentiment fails the same
+way wherever it runs: as a result (`ok: False` with the error), never as an exception that
+would kill a chord or lose the prediction. Only a task's own time limit may end the whole
+task where one task runs several stages (`on_time_limit="raise"`).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any, Literal
+
+from celery import Task
+from celery.exceptions import SoftTimeLimitExceeded
+from django.conf import settings
+
+from marketdata.prices import PriceHistory
+from predictions import faults, final, results, stages
+from predictions.models import PredictionRequest
+from predictions.results import ModelPart, Part, SentimentPart, StageRecord
+from predictions.stage_clock import StageClock
+from registry import shadows
+
+log = logging.getLogger(__name__)
+OnTimeLimit = Literal["report", "raise"]
+
+
+def model_part(
+    task: Task,
+    request_id: str,
+    name: str,
+    history: PriceHistory,
+    horizon: int,
+    warm_start: bool,
+    on_time_limit: OnTimeLimit = "report",
+) -> ModelPart:
+    clock = StageClock(task, f"model:{name}", request_id)
+    try:
+        faults.hang(name)
+        run: dict[str, Any] = stages.model_run(
+            name, history, horizon, warm_start=warm_start, worker=task.request.hostname or ""
+        )
+    except SoftTimeLimitExceeded:
+        if on_time_limit == "raise":
+            raise
+        run = {"model": name, "ok": False, "error": f"{name} ran past its time limit"}
+    except Exception as exc:  # a failed model is reported, not fatal
+        log.exception("model %s failed for %s", name, request_id)
+        run = {"model": name, "ok": False, "error": f"{name} failed: {exc}"}
+    run = faults.injected(name, history, run)
+    run["stage"] = clock.finish("ok" if run["ok"] else "error", run.get("error"))
+    return results.travelling(run)  # type: ignore[return-value]
+
+
+def stored_model_part(
+    task: Task, request_id: str, name: str, history: PriceHistory, horizon: int, warm_start: bool
+) -> ModelPart | None:
+    """The model's part when the registry already holds the run that would answer (no
+    model code runs), else None and the model gets a task of its own. A lookup that fails
+    is a None too: the task will say what is wrong."""
+    clock = StageClock(task, f"model:{name}", request_id, touch=False)
+    try:
+        run = stages.stored_model_run(
+            name, history, horizon, warm_start=warm_start, worker=task.request.hostname or ""
+        )
+    except Exception:  # noqa: BLE001 - the model's own task runs it and reports
+        log.warning("stored run of %s for %s unreadable", name, request_id, exc_info=True)
+        return None
+    if run is None:
+        return None
+    run = faults.injected(name, history, run)
+    run["stage"] = clock.finish("ok", "the registry's stored run", publish=False)
+    return results.travelling(run)  # type: ignore[return-value]
+
+
+def sentiment_part(
+    task: Task,
+    request_id: str,
+    symbol: str,
+    on_time_limit: OnTimeLimit = "report",
+    on_its_way: bool = False,
+) -> SentimentPart:
+    """`on_its_way`: the coordinator takes it after its lookups and publishes its record
+    with theirs."""
+    clock = StageClock(task, "sentiment", request_id, touch=not on_its_way)
+    outcome: dict[str, Any]
+    try:
+        outcome = {"kind": "sentiment", "ok": True, "sentiment": stages.sentiment(symbol)}
+    except SoftTimeLimitExceeded:
+        if on_time_limit == "raise":
+            raise
+        outcome = {"kind": "sentiment", "ok": False, "error": "sentiment ran past its time limit"}
+    except Exception as exc:  # a missing sentiment must not lose the prediction
+        log.exception("sentiment failed for %s", request_id)
+        outcome = {"kind": "sentiment", "ok": False, "error": f"sentiment unavailable: {exc}"}
+    outcome["stage"] = clock.finish(
+        "ok" if outcome["ok"] else "error", outcome.get("error"), publish=not on_its_way
+    )
+    return outcome  # type: ignore[return-value]
+
+
+def in_model_order(done: list[Part]) -> list[Part]:
+    """The parts in the configured models' order, the rest after: the result lists the
+    models the same way whichever of them the coordinator answered itself."""
+    order = {name: i for i, name in enumerate(settings.PREDICTION_MODELS)}
+    return sorted(done, key=lambda part: order.get(part.get("model", ""), len(order)))
+
+
+def finish(
+    task: Task,
+    request: PredictionRequest,
+    parts: list[Part],
+    prices_stage: StageRecord,
+    extra: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """Assemble the result and mark the request done, or failed with the reason: a request
+    always reaches a final state."""
+    clock = StageClock(task, "combine", str(request.id))
+    try:
+        result = results.assemble(request, parts, prices_stage, lambda: clock.finish("ok"))
+    except Exception as exc:
+        log.exception("combine failed for %s", request.id)
+        clock.finish("error", str(exc))
+        final.fail(request, f"Could not combine the forecasts: {exc}")
+        return {"ok": False, "error": str(exc)}
+    result.update(extra or {})
+    if final.finish(request, result):
+        try:
+            shadows.after_answer(request, result)
+        except Exception:  # the answer stands; its record only lacks a shadow's forecast
+            log.exception("could not queue the shadows of %s", request.id)
+    return {"ok": True}

@@ -1,0 +1,108 @@
+"""A new recipe's forecast beside the serving one's, computed after the answer was served.
+
+Why: the judge needs the shadow only where a forecast of record is made (it compares the
+two generations' daily errors there), so an answer never waits for it. When a finished
+prediction says a new recipe is being judged for one of its models (the running code's
+recipe differs from the serving generation's, registry/generations.py), `after_answer`
+queues one task per such model, routed like the model itself; the task trains the shadow
+the first time (one at a time per symbol and model), forecasts on the very prices the
+answer used, and puts the path into the forecast of record.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from celery import shared_task
+from django.conf import settings
+from redis.exceptions import RedisError
+
+from marketdata import price_store
+from marketdata.prices import PriceDataError, PriceHistory
+from marketdata.sources import price_chain
+from plumbing.redis_client import get_redis
+from predictions import signatures, stages
+from predictions.models import ForecastRecord, PredictionRequest, PriceSnapshot
+from registry import generations
+from workers import queue_routing
+
+log = logging.getLogger(__name__)
+FORECAST_SHADOW = "workers.shadows.forecast_shadow"
+LOCK_SECONDS = 600  # longer than a shadow's training; a crashed holder's lock expires
+
+
+def after_answer(request: PredictionRequest, result: dict[str, Any]) -> int:
+    """Queue the shadow forecasts a finished prediction's forecast of record still lacks;
+    how many were queued (none when the record carries them already, as it does for every
+    answer after the first on the same bars)."""
+    if not settings.REGISTRY_SHADOW:
+        return 0
+    judging = [
+        run["model"]
+        for run in result.get("models", [])
+        if run.get("ok") and (run.get("registry") or {}).get("judging")
+    ]
+    if not judging or request.last_bar_date is None:
+        return 0
+    members = (
+        ForecastRecord.objects.filter(
+            symbol=request.symbol, horizon=request.horizon, as_of=request.last_bar_date
+        )
+        .values_list("members", flat=True)
+        .first()
+    ) or {}
+    judging = [m for m in judging if generations.shadow_key(m) not in members]
+    for model in judging:
+        forecast_shadow.apply_async(
+            (str(request.id), model),
+            queue=signatures.lane_route(request, queue_routing.route_model(model)).queue,
+            expires=3600,
+        )
+    return len(judging)
+
+
+@shared_task(name=FORECAST_SHADOW, ignore_result=True, acks_late=True)
+def forecast_shadow(request_id: str, model: str) -> dict[str, Any]:
+    """The shadow of `model` on the prices of this prediction's forecast of record."""
+    request = PredictionRequest.objects.filter(id=request_id).first()
+    if request is None or request.last_bar_date is None:
+        return {"added": False, "why": "the prediction is gone"}
+    record = ForecastRecord.objects.filter(
+        symbol=request.symbol, horizon=request.horizon, as_of=request.last_bar_date
+    ).first()
+    if record is None or model not in record.members:
+        return {"added": False, "why": "no forecast of record carries this model"}
+    history = _prices(request)
+    if history is None:
+        return {"added": False, "why": "the prices of the forecast are gone"}
+    try:
+        lock = get_redis().lock(f"stockserve:shadow:{request.symbol}:{model}", LOCK_SECONDS)
+        with lock:
+            made = stages.shadow_forecast(model, history, request.horizon)
+    except RedisError as exc:
+        log.warning("shadow of %s/%s skipped: %s", request.symbol, model, exc)
+        return {"added": False, "why": "Redis unreachable"}
+    if made is None:
+        return {"added": False, "why": "no shadow to run"}
+    generation, path = made
+    added = generations.add_shadow_member(record.id, model, generation, path)
+    return {"added": added, "generation": generation}
+
+
+def _prices(request: PredictionRequest) -> PriceHistory | None:
+    """The bars the answer was computed on: its stored snapshot, else the same symbol's
+    history up to the forecast's as-of bar."""
+    if request.price_key:
+        try:
+            return price_store.load(request.price_key)
+        except PriceSnapshot.DoesNotExist:
+            pass
+    try:
+        history = price_chain().fetch(request.symbol)
+    except PriceDataError:
+        return None
+    assert request.last_bar_date is not None
+    if history.last_bar_date < request.last_bar_date:
+        return None
+    return history.through(request.last_bar_date)
