@@ -78,10 +78,10 @@ packages:  ## Debian's chromium, openssh-server, postgresql and prometheus, wher
 	@command -v promtool >/dev/null 2>&1 || { $(SUDO) apt-get update -q && $(APT_INSTALL) prometheus; }
 
 evaluate: setup  ## nested walk-forward evaluation: skill, bands, coverage, unsure; writes var/evaluation/ only
-	$(PY) -m predictions.evaluation.evaluate $(EVALUATE_ARGS)
+	$(PY) -m forecasting.evaluation.evaluate $(EVALUATE_ARGS)
 
 adopt-evaluation: setup  ## the service takes var/evaluation/'s run: calibration, scorecard, docs/evaluation
-	$(PY) -m predictions.evaluation.evaluate --adopt $(or $(RUN),var/evaluation)
+	$(PY) -m forecasting.evaluation.evaluate --adopt $(or $(RUN),var/evaluation)
 
 # The short default run (< 10 min): arrivals slower than one worker answers, so the latencies
 # are the pipeline's, not a queue's; longer ones: make experiment EXPERIMENT_ARGS="--rate 0.3 --duration 120"

@@ -44,11 +44,11 @@ from redis.exceptions import RedisError
 
 from api import tokens
 from api.errors import STORE_ERRORS, store_down_response
+from forecasting.base import DEFAULT_HORIZON, MAX_HORIZON
 from marketdata.symbols import InvalidSymbol, normalize_symbol
 from plumbing import event_metrics
 from plumbing.redis_client import get_redis, script
 from predictions import answer_cache
-from predictions.forecasting.base import DEFAULT_HORIZON, MAX_HORIZON
 from predictions.models import STRATEGIES
 from predictions.rate_limits import Rate, client_ident, retry_after, window_key
 

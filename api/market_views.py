@@ -13,12 +13,12 @@ from rest_framework.views import APIView
 
 from api.query import one
 from api.throttles import client_key
-from market import market_clock
+from forecasting.base import MAX_HORIZON
 from market.market_days import control
 from market.track_record_cache import cached_track_record
+from marketdata import market_clock
 from marketdata.symbols import InvalidSymbol, normalize_symbol
 from predictions import rate_limits
-from predictions.forecasting.base import MAX_HORIZON
 from registry import model_health
 
 MAX_WINDOW = 500

@@ -12,9 +12,9 @@ from rest_framework.views import APIView
 
 from api import schema_docs as docs
 from api.errors import NotFoundError
+from forecasting import scorecard
+from forecasting.catalog import model_info
 from marketdata.symbols import InvalidSymbol, normalize_symbol
-from predictions.forecasting import scorecard
-from predictions.forecasting.catalog import model_info
 from predictions.models import ModelGeneration
 from predictions.results import public_worker
 

@@ -10,9 +10,9 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from forecasting.base import DEFAULT_HORIZON, MAX_HORIZON
 from marketdata.symbols import InvalidSymbol, normalize_symbol
 from predictions import progress
-from predictions.forecasting.base import DEFAULT_HORIZON, MAX_HORIZON
 from predictions.models import STRATEGIES, PredictionRequest, Strategy
 from predictions.results import public_stage
 

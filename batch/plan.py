@@ -5,10 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from forecasting.base import MAX_HORIZON
 from marketdata.prices import SAMPLE_SYMBOLS
 from marketdata.sources import price_chain
 from marketdata.symbols import InvalidSymbol, normalize_symbol
-from predictions.forecasting.base import MAX_HORIZON
 from predictions.models import STRATEGIES
 
 FORMATS = {".csv": "csv", ".parquet": "parquet"}

@@ -220,7 +220,7 @@ SENTIMENT_MAX_ADJUST = env_float("SENTIMENT_MAX_ADJUST", 0.01, minimum=0.0)
 MODEL_SEED = env_int("MODEL_SEED", 0)
 REGISTRY_KEEP_GENERATIONS = env_int("REGISTRY_KEEP_GENERATIONS", 3, minimum=1)
 # Batching of the deep models' forward passes in a worker (predictions/deep_batching.py,
-# predictions/forecasting/batching.py): the latency objective AIMD sizes batches under.
+# forecasting/batching.py): the latency objective AIMD sizes batches under.
 # 0 turns batching off (each request its own forward pass). A model stage waits on a
 # forward pass at most TASK_SOFT_TIME_LIMIT seconds.
 DEEP_BATCH_OBJECTIVE_MS = env_float("DEEP_BATCH_OBJECTIVE_MS", 100.0, minimum=0.0)
@@ -308,7 +308,7 @@ PRECOMPUTE_HORIZONS = [
 PRECOMPUTE_EVERY = env_int("PRECOMPUTE_EVERY", 600, minimum=1)
 PRECOMPUTE_CHECK_SECONDS = env_int("PRECOMPUTE_CHECK_SECONDS", 20, minimum=1)
 PRECOMPUTE_MAX_IN_FLIGHT = env_int("PRECOMPUTE_MAX_IN_FLIGHT", 2, minimum=1)
-# --- The market clock (market/market_clock.py): `live` follows the wall clock and the
+# --- The market clock (marketdata/market_clock.py): `live` follows the wall clock and the
 # providers' new bars; `replay` serves the offline sample only up to the clock's date and
 # moves one trading day every REPLAY_SECONDS_PER_DAY (while running), so served forecasts
 # mature and are scored offline. `make run` starts a replay unless MARKET_CLOCK is set.

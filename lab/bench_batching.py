@@ -144,9 +144,9 @@ def best_rate(steps: list[Step]) -> float:
 
 
 def inference(args: argparse.Namespace) -> dict[str, Any]:
+    from forecasting import batching
+    from forecasting.lstm import LSTMForecaster
     from marketdata.prices.sample import load_sample
-    from predictions.forecasting import batching
-    from predictions.forecasting.lstm import LSTMForecaster
 
     began = time.perf_counter()
     model = LSTMForecaster(seed=0)

@@ -13,8 +13,8 @@ import os
 import platform
 import time
 
+from forecasting.bench import format_table, run_benchmark
 from marketdata.prices import SAMPLE_SYMBOLS, load_sample
-from predictions.forecasting.bench import format_table, run_benchmark
 
 
 def main(argv: list[str] | None = None) -> None:

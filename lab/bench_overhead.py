@@ -63,12 +63,12 @@ class Bench:
         from config.celery_app import app  # noqa: F401 - the producer side of the app
         from marketdata import price_store
         from plumbing.redis_client import get_redis
-        from predictions import progress, stages
+        from predictions import inputs, progress
 
         self.symbol, self.horizon, self.models = symbol, horizon, models
         self.pubsub = get_redis().pubsub(ignore_subscribe_messages=True)
         self.pubsub.subscribe(progress.EVENTS_CHANNEL)
-        history = stages.fetch_history(symbol)
+        history = inputs.fetch_history(symbol)
         self.price_key = price_store.save(history)
 
     def _request(self, **fields: Any) -> Any:
@@ -102,21 +102,24 @@ class Bench:
 
     def direct(self) -> float:
         from marketdata import price_store
-        from predictions import final, results, stages
+        from predictions import final, inputs, results
+        from registry import answering
 
         request = self._request(strategy="direct")
         start = time.perf_counter()
         request.mark_running()
         clock = _Clock("prices")
-        history = stages.fetch_history(self.symbol)
+        history = inputs.fetch_history(self.symbol)
         request.price_key = price_store.save(history)
         prices_stage = clock.finish()
         parts = []
         for name in self.models:
             clock = _Clock(f"model:{name}")
-            parts.append({**stages.model_run(name, history, self.horizon), "stage": clock.finish()})
+            parts.append(
+                {**answering.model_run(name, history, self.horizon), "stage": clock.finish()}
+            )
         clock = _Clock("sentiment")
-        summary = stages.sentiment(self.symbol)
+        summary = inputs.sentiment(self.symbol)
         parts.append(
             {"kind": "sentiment", "ok": True, "sentiment": summary, "stage": clock.finish()}
         )

@@ -48,14 +48,14 @@ from websockets.typing import Origin
 
 from devstack.redis import EmbeddedRedis, free_port
 from devstack.supervisor import Supervisor
+from forecasting.calibration import load_calibration, seen_until_all
 from lab.harness import Stack, report_dir
 from launch import process_catalog
 from loadtests.latencies import percentile
 from loadtests.report import save
-from predictions.forecasting.calibration import load_calibration, seen_until_all
 
 ROOT = process_catalog.ROOT
-CALIBRATION = ROOT / "predictions" / "forecasting" / "calibration.json"
+CALIBRATION = ROOT / "forecasting" / "calibration.json"
 
 
 class Followers:

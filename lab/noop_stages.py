@@ -40,7 +40,8 @@ def sentiment(symbol: str) -> dict[str, Any]:
 
 def install() -> None:
     """Swap the stage functions every strategy calls (in this process and its forks)."""
-    from predictions import stages
+    from predictions import inputs
+    from registry import answering
 
-    stages.model_run = noop_model_run
-    stages.sentiment = sentiment
+    answering.model_run = noop_model_run
+    inputs.sentiment = sentiment

@@ -1,6 +1,6 @@
 """A new market day, handled once: whatever saw yesterday's bars stops being served.
 
-The clock (`market.market_clock`) says which day it is; beat's `follow_clock` task and
+The clock (`marketdata.market_clock`) says which day it is; beat's `follow_clock` task and
 an operator's clock command (API or `manage.py clock`) call `new_day_if_any`. A new day,
 replayed or live, is handled once (Redis remembers the last day seen): the watchlist asks
 again for the new bar first, then the stored answers of every other question are
@@ -17,9 +17,9 @@ from typing import Any
 
 from celery import current_app
 from django.conf import settings
-from django.utils import timezone
 
-from market import market_clock, market_events, track_record, watchlist
+from market import track_record, watchlist
+from marketdata import market_clock, market_events
 from marketdata.prices import PriceDataError
 from marketdata.prices.sample import SAMPLE_SYMBOLS
 from marketdata.sources import price_chain
@@ -32,13 +32,8 @@ SEEN_KEY = "stockserve:clock:seen"
 SCORE_FORECASTS = "workers.market.score_forecasts"
 
 
-def market_today() -> date:
-    """The clock's day: the replay's date, or the wall clock's in live mode."""
-    return market_clock.today() or timezone.localdate()
-
-
 def new_day_if_any() -> str | None:
-    day = market_today().isoformat()
+    day = market_clock.market_today().isoformat()
     seen = get_redis().getset(SEEN_KEY, day)
     if seen is not None and text(seen) == day:
         return None

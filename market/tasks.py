@@ -1,4 +1,5 @@
-"""The market's tasks: following the clock, and scoring the forecasts it matured.
+"""The market's tasks: following the clock, scoring the forecasts it matured, and the
+watchlist's refresh.
 
 Beat calls `follow_clock` every CLOCK_CHECK_SECONDS on the `scoring` queue. A running
 replay whose day is up is stepped here (a compare-and-set: two ticks move it once); a new
@@ -17,7 +18,8 @@ from typing import Any
 from celery import shared_task
 from django.conf import settings
 
-from market import market_clock, market_days, market_events, track_record
+from market import market_days, track_record, watchlist
+from marketdata import market_clock, market_events
 from marketdata.prices import PriceDataError
 from marketdata.sources import price_chain
 from predictions import gate
@@ -61,7 +63,7 @@ def score_forecasts() -> dict[str, Any]:
                     action=event.action, reason=event.reason,
                 )  # fmt: skip
         left = left or scored.full
-    track_record.prune(market_days.market_today())
+    track_record.prune(market_clock.market_today())
     if left:
         score_forecasts.apply_async(queue=SCORING)
     return {"written": written, "more": left}
@@ -79,3 +81,11 @@ def retrain(symbol: str, demoted: str) -> None:
     )
     outcome = gate.ask(question, HEALTH)
     market_events.publish("demoted", symbol, model=demoted, retrain=type(outcome).__name__)
+
+
+# Its name is from before the market had an app of its own: beat and queued messages use it.
+@shared_task(name="workers.tasks.refresh_watchlist")
+def refresh_watchlist() -> dict[str, Any]:
+    """Beat's job: start what the watchlist needs (`market.watchlist`)."""
+    outcome = watchlist.refresh()
+    return {"started": outcome.started, "fresh": outcome.fresh, "deferred": outcome.deferred}

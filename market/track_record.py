@@ -34,8 +34,8 @@ import numpy as np
 from django.conf import settings
 from django.db.models import F, Q, QuerySet
 
+from forecasting.proper_scores import interval_score
 from marketdata.prices import PriceHistory
-from predictions.forecasting.proper_scores import interval_score
 from predictions.models import ForecastRecord, ForecastScore
 from predictions.results import forecast_dates
 

@@ -24,7 +24,7 @@ from functools import partial
 from django.conf import settings
 from django.utils import timezone
 
-from market import market_clock
+from marketdata import market_clock
 from marketdata.prices import PriceDataError
 from marketdata.sources import price_chain
 from plumbing.redis_client import get_redis

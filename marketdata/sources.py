@@ -6,7 +6,7 @@ import functools
 
 from django.conf import settings
 
-from market import market_clock
+from marketdata import market_clock
 from marketdata.mentions import MentionProvider, build_providers
 from marketdata.prices import PriceChain, build_chain
 from marketdata.prices.breaker import breaker_redis

@@ -161,7 +161,7 @@ BATCH_BUCKETS = tuple(float(2**i) for i in range(14))  # 1 .. 8192 rows
 
 
 def count_batch(device: str, requests: int, rows: int, met: bool) -> None:
-    """One forward pass of a worker's batcher (`predictions.forecasting.batching`): how many
+    """One forward pass of a worker's batcher (`forecasting.batching`): how many
     requests and rows rode in it, and whether its oldest request met the objective. Sent
     by this process's timer: the batcher has no event of its own to ride on."""
     counts = {

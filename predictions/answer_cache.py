@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 from django.conf import settings
 from django.utils import timezone
 
-from market import market_clock
+from marketdata import market_clock
 from plumbing.redis_client import get_redis, script, text
 from predictions.models import PredictionRequest
 

@@ -8,9 +8,9 @@ from typing import Any
 from django.conf import settings
 from django.core.checks import Error, Warning, register
 
-from predictions.forecasting import keras_backend
-from predictions.forecasting.calibration import seen_until_all
-from predictions.forecasting.catalog import MODEL_NAMES, MODEL_SPECS
+from forecasting import keras_backend
+from forecasting.calibration import seen_until_all
+from forecasting.catalog import MODEL_NAMES, MODEL_SPECS
 from predictions.models import STRATEGIES
 
 

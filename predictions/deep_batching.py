@@ -1,6 +1,6 @@
 """A worker's batching of the deep models' forward passes, from its settings.
 
-Why: the batcher (predictions/forecasting/batching.py) knows no settings. In a worker it
+Why: the batcher (forecasting/batching.py) knows no settings. In a worker it
 sizes batches under DEEP_BATCH_OBJECTIVE_MS, may hold a batch DEEP_BATCH_MAX_WAIT_MS to
 fill, counts every call on /metrics, and never lets a model stage wait on a forward pass
 longer than the stage's soft time limit (TASK_SOFT_TIME_LIMIT): a threads-pool worker has
@@ -13,8 +13,8 @@ import os
 
 from django.conf import settings
 
+from forecasting import batching
 from plumbing import event_metrics
-from predictions.forecasting import batching
 
 
 def _device() -> str:

@@ -16,11 +16,11 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 
 from marketdata.prices import PriceHistory
-from predictions import faults, final, results, stages
+from predictions import faults, final, inputs, results
 from predictions.models import PredictionRequest
 from predictions.results import ModelPart, Part, SentimentPart, StageRecord
 from predictions.stage_clock import StageClock
-from registry import shadows
+from registry import answering, shadows
 
 log = logging.getLogger(__name__)
 OnTimeLimit = Literal["report", "raise"]
@@ -38,7 +38,7 @@ def model_part(
     clock = StageClock(task, f"model:{name}", request_id)
     try:
         faults.hang(name)
-        run: dict[str, Any] = stages.model_run(
+        run: dict[str, Any] = answering.model_run(
             name, history, horizon, warm_start=warm_start, worker=task.request.hostname or ""
         )
     except SoftTimeLimitExceeded:
@@ -61,7 +61,7 @@ def stored_model_part(
     is a None too: the task will say what is wrong."""
     clock = StageClock(task, f"model:{name}", request_id, touch=False)
     try:
-        run = stages.stored_model_run(
+        run = answering.stored_model_run(
             name, history, horizon, warm_start=warm_start, worker=task.request.hostname or ""
         )
     except Exception:  # noqa: BLE001 - the model's own task runs it and reports
@@ -86,7 +86,7 @@ def sentiment_part(
     clock = StageClock(task, "sentiment", request_id, touch=not on_its_way)
     outcome: dict[str, Any]
     try:
-        outcome = {"kind": "sentiment", "ok": True, "sentiment": stages.sentiment(symbol)}
+        outcome = {"kind": "sentiment", "ok": True, "sentiment": inputs.sentiment(symbol)}
     except SoftTimeLimitExceeded:
         if on_time_limit == "raise":
             raise

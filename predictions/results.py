@@ -13,14 +13,15 @@ from typing import Any, NotRequired, TypedDict
 import numpy as np
 from django.conf import settings
 
+from forecasting import volatility
+from forecasting.calibration import load_calibration
+from forecasting.combine import combine
+from forecasting.reading import reading
 from marketdata import price_store
 from marketdata.prices import PriceHistory
-from predictions.forecasting import volatility
-from predictions.forecasting.calibration import load_calibration
-from predictions.forecasting.combine import combine
-from predictions.forecasting.reading import reading
 from predictions.models import PredictionRequest
 from registry import model_health, model_registry
+from registry.model_registry import STORED_RUN
 
 HISTORY_BARS_IN_RESULT = 120
 
@@ -82,7 +83,6 @@ Part = Mapping[str, Any]
 # travels without them when the run is kept in the registry under STORED_RUN, its key;
 # the combiner reads them from there (`with_bulk`), nobody else needs them.
 BULK = ("residuals", "backtest")
-STORED_RUN = "stored_run"
 
 
 def travelling(run: dict[str, Any]) -> dict[str, Any]:

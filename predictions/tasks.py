@@ -15,10 +15,9 @@ from typing import Any
 from celery import shared_task
 from celery.exceptions import SoftTimeLimitExceeded
 
-from market import watchlist
 from marketdata import price_store
 from marketdata.prices import PriceDataError
-from predictions import final, parts, recovery, stages, stragglers
+from predictions import final, inputs, parts, recovery, stragglers
 from predictions.models import PredictionRequest
 from predictions.result_backend import RedisBackendForWorkers
 from predictions.results import ModelPart, Part, SentimentPart, StageRecord
@@ -45,7 +44,7 @@ def fetch_prices(self: Any, request_id: str) -> dict[str, Any] | None:
     request.mark_running()
     clock = StageClock(self, "prices", request_id)
     try:
-        history = stages.fetch_history(request.symbol)
+        history = inputs.fetch_history(request.symbol)
     except (PriceDataError, SoftTimeLimitExceeded) as exc:
         stage = clock.finish("error", str(exc))
         final.fail(request, f"Price data unavailable: {exc}")
@@ -160,10 +159,3 @@ def cascade_finish(
         return None
     finished = parts.finish(self, request, [*earlier, *done], prices_stage, {"cascade": cascade})
     return {**finished, "escalated": True}
-
-
-@shared_task(name="workers.tasks.refresh_watchlist")
-def refresh_watchlist() -> dict[str, Any]:
-    """Beat's job: start what the watchlist needs (`market.watchlist`)."""
-    outcome = watchlist.refresh()
-    return {"started": outcome.started, "fresh": outcome.fresh, "deferred": outcome.deferred}

@@ -2,7 +2,7 @@
 
 Why: a new generation may be worse than the one it replaces. Two kinds of new generation
 are told apart by their recipe (the code and settings that made them,
-predictions/forecasting/recipes.py):
+forecasting/recipes.py):
 
 * a **refit of the serving recipe** on new bars serves at once: it differs from the
   generation it replaces by about 1 % of their errors' spread, which no test can rank in
@@ -12,7 +12,7 @@ predictions/forecasting/recipes.py):
   the answer, only for forecasts of record (registry/shadows.py), scored like any member
   and never served. After each scoring run `judge` reads one observation per trading day
   (the two generations' 1-day errors in band half-widths) and decides with an anytime-valid
-  test (predictions/forecasting/promotion.py): a shadow that is not better is promoted
+  test (forecasting/promotion.py): a shadow that is not better is promoted
   with probability at most 5 %, however often it is judged. A rejected recipe is not tried
   again on that (symbol, model).
 
@@ -30,9 +30,9 @@ from typing import Any
 
 from django.db import transaction
 
+from forecasting import promotion
+from forecasting.health import band_sigma
 from predictions import answer_cache
-from predictions.forecasting import promotion
-from predictions.forecasting.health import band_sigma
 from predictions.models import ForecastRecord, ForecastScore, GenerationEvent, ModelGeneration
 
 log = logging.getLogger(__name__)

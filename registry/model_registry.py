@@ -20,6 +20,10 @@ RUNS_KEPT_IN_MEMORY = 256  # per process; a stored run is 5-40 KB of JSON
 RunKey = tuple[int, int, str, int]  # generation id, horizon, price key, state version
 _runs: OrderedDict[RunKey, dict[str, Any]] = OrderedDict()
 
+# Where a run is kept in the registry (generation id, horizon, price key, state version):
+# its bulk stays there and the combiner reads it by this key (predictions.results).
+STORED_RUN = "stored_run"
+
 
 def latest(symbol: str, model: str) -> ModelGeneration | None:
     """The newest generation, without its state (load that with `state_of` when needed)."""

@@ -22,9 +22,9 @@ from marketdata import price_store
 from marketdata.prices import PriceDataError, PriceHistory
 from marketdata.sources import price_chain
 from plumbing.redis_client import get_redis
-from predictions import signatures, stages
+from predictions import signatures
 from predictions.models import ForecastRecord, PredictionRequest, PriceSnapshot
-from registry import generations
+from registry import answering, generations
 from workers import queue_routing
 
 log = logging.getLogger(__name__)
@@ -79,7 +79,7 @@ def forecast_shadow(request_id: str, model: str) -> dict[str, Any]:
     try:
         lock = get_redis().lock(f"stockserve:shadow:{request.symbol}:{model}", LOCK_SECONDS)
         with lock:
-            made = stages.shadow_forecast(model, history, request.horizon)
+            made = answering.shadow_forecast(model, history, request.horizon)
     except RedisError as exc:
         log.warning("shadow of %s/%s skipped: %s", request.symbol, model, exc)
         return {"added": False, "why": "Redis unreachable"}

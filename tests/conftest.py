@@ -106,7 +106,8 @@ def replay(settings) -> Iterator[None]:
     steps it, with no watchlist; the clock's state is cleared before and after."""
     from datetime import date
 
-    from market import market_clock, market_days
+    from market import market_days
+    from marketdata import market_clock
     from marketdata.sources import price_chain
     from plumbing.redis_client import get_redis
 

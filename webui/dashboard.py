@@ -12,8 +12,8 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.csrf import ensure_csrf_cookie
 
+from forecasting.base import MAX_HORIZON
 from marketdata.prices.sample import SamplePriceProvider
-from predictions.forecasting.base import MAX_HORIZON
 from workers.queue_routing import QUEUES
 
 LOADTEST_MAX_REQUESTS = 5000

@@ -14,7 +14,7 @@ from typing import Any
 
 from asgiref.sync import sync_to_async
 
-from market import market_clock
+from marketdata import market_clock
 from marketdata.symbols import InvalidSymbol, normalize_symbol
 from webui.consumers import NOT_FOUND, GroupMember
 from webui.events.channel_groups import symbol_group

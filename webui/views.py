@@ -8,9 +8,9 @@ from django.shortcuts import render
 from django.views.decorators.csrf import ensure_csrf_cookie
 from django.views.decorators.http import require_GET
 
-from market import market_clock
+from forecasting.base import MAX_HORIZON
+from marketdata import market_clock
 from marketdata.prices.sample import SAMPLE_SYMBOLS
-from predictions.forecasting.base import MAX_HORIZON
 
 
 @ensure_csrf_cookie

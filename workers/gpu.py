@@ -2,7 +2,7 @@
 
 Checked before the Celery worker starts, in a child process, so the worker's parent never
 imports TensorFlow, JAX, PyTorch or Keras (docs/architecture.md, rule 5). The child asks
-the backend KERAS_BACKEND names (predictions.forecasting.keras_backend; TensorFlow when
+the backend KERAS_BACKEND names (forecasting.keras_backend; TensorFlow when
 unset). A cheap look for an NVIDIA device comes first, so machines without one skip the
 3 s backend import entirely.
 """
@@ -16,9 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-PROBE = (
-    "from predictions.forecasting import keras_backend as kb; print(kb.require(), kb.gpu_count())"
-)
+PROBE = "from forecasting import keras_backend as kb; print(kb.require(), kb.gpu_count())"
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 log = logging.getLogger(__name__)
 

@@ -67,11 +67,10 @@ def _warm_messaging_and_database() -> None:
 
 
 def _warm_models() -> None:
-    from marketdata import price_store
-
     # Here, not at the top: only worker pool processes may import TensorFlow.
-    from predictions.forecasting.catalog import get_model_class
-    from predictions.forecasting.warmup import warm_up_models
+    from forecasting.catalog import get_model_class
+    from forecasting.warmup import warm_up_models
+    from marketdata import price_store
     from registry import model_registry
 
     # The data the first warm prediction after a restart would otherwise read.

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from redis.exceptions import RedisError
 
-from predictions.forecasting.catalog import model_info
+from forecasting.catalog import model_info
 from workers import presence
 
 IO, CPU, GPU = "io", "cpu", "gpu"

@@ -7,8 +7,8 @@ from typing import Any
 
 from django.conf import settings
 
+from forecasting.base import DEFAULT_HORIZON, MAX_HORIZON
 from marketdata.symbols import InvalidSymbol, normalize_symbol
-from predictions.forecasting.base import DEFAULT_HORIZON, MAX_HORIZON
 
 ROW, COLUMNAR = "row", "columnar"
 INPUTS = ("symbol", "horizon")

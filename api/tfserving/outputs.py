@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from predictions.forecasting import point_skill
+from forecasting import point_skill
 from predictions.models import PredictionRequest
 
 ENSEMBLE = "ensemble"

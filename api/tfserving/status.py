@@ -13,7 +13,7 @@ from typing import Any
 from django.conf import settings
 
 from api.tfserving.outputs import ENSEMBLE, ENSEMBLE_VERSION
-from predictions.forecasting.base import DEFAULT_HORIZON, MAX_HORIZON
+from forecasting.base import DEFAULT_HORIZON, MAX_HORIZON
 from predictions.models import ModelGeneration
 from workers import presence
 

@@ -4,7 +4,7 @@ promotion test) on many years of prices instead of one replayed year.
 
 Every forecast for bar ``t`` comes from a model fitted on prices before the start of its
 block (refitted every ``refit_every`` bars, as the registry refreshes a light model) and
-predicted from ``prices[:t]`` in one batch per block (``predictions.evaluation.walkforward``).
+predicted from ``prices[:t]`` in one batch per block (``forecasting.evaluation.walkforward``).
 σ(t) is the 1-day log-return sigma known at the origin: the served band's volatility model,
 its parameters refitted every ``VOL_REFIT_EVERY`` bars on earlier returns and filtered daily.
 
@@ -26,12 +26,12 @@ from typing import Any
 
 import numpy as np
 
+from forecasting import volatility
+from forecasting.calibration import load_calibration
+from forecasting.catalog import get_model_class
+from forecasting.evaluation import walkforward
+from forecasting.evaluation.walkforward import FIRST_TRAIN, Windows, out_of_sample
 from marketdata.prices import load_sample
-from predictions.evaluation import walkforward
-from predictions.evaluation.walkforward import FIRST_TRAIN, Windows, out_of_sample
-from predictions.forecasting import volatility
-from predictions.forecasting.calibration import load_calibration
-from predictions.forecasting.catalog import get_model_class
 
 ROOT = Path(__file__).resolve().parents[2]
 CACHE_DIR = ROOT / "var" / "decisions"

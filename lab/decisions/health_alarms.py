@@ -1,7 +1,7 @@
 """Model health measured on years that chose nothing: false alarms and detection delay of
 the e-detector the service runs.
 
-The detector (`predictions.forecasting.health`) watches one gap per (symbol, model) and
+The detector (`forecasting.health`) watches one gap per (symbol, model) and
 day: the model's absolute 1-day log error minus the median of its peers', in units of the
 served band's σ(t). Here it runs over the daily out-of-sample errors of the light models
 on the offline sample (`lab.decisions.daily`), restarted after every alarm (as a
@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
+from forecasting import health
 from lab.decisions.daily import (
     CACHE_DIR,
     MODELS,
@@ -39,7 +40,6 @@ from lab.decisions.daily import (
     daily_errors,
     served_volatility_method,
 )
-from predictions.forecasting import health
 
 TUNE_BEFORE = np.datetime64("2008-01-01")  # tuning years end, held-out years begin
 CRISIS = (np.datetime64("2008-01-01"), np.datetime64("2010-01-01"))  # 2008-09, held out

@@ -4,7 +4,7 @@ real daily errors of the project's models.
 
     python -m lab.decisions.promotion_errors  # prints it; var/decisions/promotion.json
 
-Every window is judged by the rule the service runs (predictions/forecasting/promotion.py):
+Every window is judged by the rule the service runs (forecasting/promotion.py):
 
 * **Nulls, simulated without sign flips** (WINDOWS windows of MAX_DAYS days each): daily
   gains d (serving's capped loss minus the shadow's, in band half-widths) with mean 0:
@@ -35,10 +35,10 @@ from typing import Any
 import numpy as np
 from scipy.stats import binomtest
 
+from forecasting import promotion
+from forecasting.catalog import create_model
 from lab.decisions.daily import CACHE_DIR, MODELS, SYMBOLS, DailyErrors, daily_errors
 from marketdata.prices import load_sample
-from predictions.forecasting import promotion
-from predictions.forecasting.catalog import create_model
 
 WINDOW = promotion.MAX_DAYS
 WINDOWS = 4000  # simulated windows per null and spread

@@ -9,7 +9,7 @@ from django.conf import settings
 from django.db import DatabaseError, models
 from django.utils import timezone
 
-from market import market_events
+from marketdata import market_events
 from predictions.models.prediction_requests import PredictionRequest
 
 log = logging.getLogger(__name__)

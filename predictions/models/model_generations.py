@@ -34,7 +34,7 @@ class ModelGeneration(models.Model):
     metrics = models.JSONField(default=dict)
     state = models.BinaryField()
     worker = models.CharField(max_length=255, blank=True)
-    # The code and settings that made it (predictions/forecasting/recipes.py): a refit of
+    # The code and settings that made it (forecasting/recipes.py): a refit of
     # the serving recipe serves at once, a new recipe is judged in shadow. Empty: made
     # before recipes were kept, taken as the running code's.
     recipe = models.CharField(max_length=32, blank=True, default="")

@@ -5,9 +5,9 @@
     cascade      cheap models first; the deep ones only when the cheap ones disagree or
                  are unsure (Clipper's IDK cascade)
 
-Every strategy runs the same stage functions (`predictions.stages`) through the same timed
-wrappers (`predictions.parts`) and stores its name in the result, so the experiment compares
-like with like.
+Every strategy runs the same stage functions (`predictions.inputs`, `registry.answering`)
+through the same timed wrappers (`predictions.parts`) and stores its name in the result,
+so the experiment compares like with like.
 """
 
 from __future__ import annotations

@@ -16,11 +16,11 @@ from typing import Any
 from celery import Task, chord
 from django.conf import settings
 
+from forecasting.base import ForecastError
+from forecasting.catalog import model_info
+from forecasting.combine import combine
 from marketdata import price_store
 from predictions import parts, progress, results, signatures
-from predictions.forecasting.base import ForecastError
-from predictions.forecasting.catalog import model_info
-from predictions.forecasting.combine import combine
 from predictions.models import PredictionRequest
 from predictions.results import Part, StageRecord
 from predictions.stage_clock import StageClock

@@ -16,7 +16,7 @@ from django.conf import settings
 
 from marketdata import price_store
 from marketdata.prices import PriceDataError
-from predictions import final, parts, stages
+from predictions import final, inputs, parts
 from predictions.models import PredictionRequest
 from predictions.results import Part
 from predictions.stage_clock import StageClock
@@ -33,7 +33,7 @@ def run(task: Task, request: PredictionRequest) -> dict[str, Any]:
     request.mark_running()
     clock = StageClock(task, "prices", request_id)
     try:
-        history = stages.fetch_history(request.symbol)
+        history = inputs.fetch_history(request.symbol)
     except (PriceDataError, SoftTimeLimitExceeded) as exc:
         clock.finish("error", str(exc))
         final.fail(request, f"Price data unavailable: {exc}")

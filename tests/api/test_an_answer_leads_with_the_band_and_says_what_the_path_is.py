@@ -12,10 +12,10 @@ import pytest
 from django.utils import timezone
 from stockserve_client.protocol import Answer, answer_from_prediction
 
+from forecasting import point_skill, scorecard
 from marketdata import price_store
 from marketdata.prices.sample import load_sample
 from predictions import results
-from predictions.forecasting import point_skill, scorecard
 from predictions.models import PredictionRequest, Status
 from tests.support import wsgi
 from tests.support.scorecards import table, with_cell

@@ -11,10 +11,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # Names a framework gives (Django's and Channels' modules, a package's `__main__`), the one
 # interface of each parallel package (`base.py`: a model, a price and a mention provider,
-# a strategy; `chain.py`: the price and the mention chains), and management commands,
-# named after what they manage.
+# a strategy; `chain.py`: the price and the mention chains), each app's Celery `tasks.py`
+# (where Celery looks for them), and management commands, named after what they manage.
 CONVENTIONAL = {"__init__.py", "__main__.py", "admin.py", "apps.py", "checks.py", "models.py",
-                "urls.py", "views.py", "base.py", "chain.py"}  # fmt: skip
+                "urls.py", "views.py", "base.py", "chain.py", "tasks.py"}  # fmt: skip
 
 
 def test_no_two_modules_share_a_name():

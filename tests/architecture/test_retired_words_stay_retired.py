@@ -11,7 +11,21 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-APPLICATION = ("api", "webui", "serving", "workers", "predictions", "provisioning", "config")
+APPLICATION = (
+    "api",
+    "webui",
+    "streams",
+    "batch",
+    "provisioning",
+    "workers",
+    "market",
+    "predictions",
+    "registry",
+    "marketdata",
+    "forecasting",
+    "plumbing",
+    "config",
+)
 EVERYWHERE = (*APPLICATION, "launch", "devstack", "loadtests", "lab", "tests")
 
 # (pattern, where it is retired, what says it now)
@@ -23,7 +37,7 @@ RETIRED = [
     (r"\bgate=", EVERYWHERE, "submit(admission=...)"),
     (
         r"\buse_cache\b",
-        ("serving", "workers", "predictions"),
+        ("workers", "market", "predictions", "registry", "marketdata", "plumbing"),
         "joinable= (use_cache is the API's field)",
     ),
     (r"\bsubmit\([^)\n]*\buse_cache=", EVERYWHERE, "submit(joinable=...)"),
@@ -33,21 +47,31 @@ RETIRED = [
         EVERYWHERE,
         "no such column: a row is never a hit",
     ),
-    (r"\bmark_done\b|\bmark_failed\b", EVERYWHERE, "serving.final"),
-    (r"\bwait_for_final\b", EVERYWHERE, "serving.awaiting"),
+    (r"\bmark_done\b|\bmark_failed\b", EVERYWHERE, "predictions.final"),
+    (r"\bwait_for_final\b", EVERYWHERE, "predictions.awaiting"),
     (r"\bPRECOMPUTE_PRIORITY\b", EVERYWHERE, "the watchlist's admission rank"),
     (r"from api\.errors import [^\n]*\bRefused\b", EVERYWHERE, "api.errors.RetryLater"),
     (
-        r"\bworkers[./](gate|pipeline|signatures|routing|presence|recovery|watchlist|batch|"
-        r"queue_\w+|redis_users|queue_wait|scaling_feed)\b",
+        r"\bfrom serving\b|\bimport serving\b|[\"'`]serving[./]\w",
         EVERYWHERE,
-        "their home in serving/",
+        "the app that holds it: predictions, workers, streams, batch, market or registry",
     ),
     (
-        r"\bpredictions[./](submission|admission|follows)\b",
+        r"\bworkers[./](gate|pipeline|signatures|recovery|watchlist|batch|parts|stages"
+        r"|stage_clock|stragglers|result_backend|faults|strategies"
+        r"|(tasks|market|shadows)\b(?![./]\w+[\"']))",
         EVERYWHERE,
-        "their home in serving/",
+        "their home in predictions/, market/ or registry/ (task names keep their words)",
     ),
+    (
+        r"\bpredictions[./](model_registry|generations|model_health|market_clock|market_events"
+        r"|track_record\w*|prices|mentions|price_store|sources|symbols|latency|redis_client"
+        r"|redis_required|log_context|json_body|event_metrics|stats|forecasting|evaluation"
+        r"|stages)\b",
+        EVERYWHERE,
+        "their home in registry/, market/, marketdata/, plumbing/ or forecasting/",
+    ),
+    (r"\bforecasting[./]doubt\b|\boos_doubt\b", EVERYWHERE, "forecasting.unsure"),
     (
         r"\bglobal_lstm\b|\bGlobalLSTM|\bGlobalNetwork\b|\bglobal_network\b|forecasting[./]_pooled"
         r"|from \._pooled\b|\bpooled_folds\b|\btrain_global_model\b|\bfine_tune_global|"
@@ -59,7 +83,7 @@ RETIRED = [
         r"(?<![\w/])benchmarks[./](?!md\b)|\bloadtests[./](abuse\w*|bench_\w+|cluster\w*|cpu\w*"
         r"|market_replay|noop_\w+|redis_kill_check|request_cost|step_load)\b",
         EVERYWHERE,
-        "their home in lab/ (the offline evaluation's in predictions/evaluation/)",
+        "their home in lab/ (the offline evaluation's in forecasting/evaluation/)",
     ),
     (
         r"\bforecasting[./]online\b|\bhedge_weights\b|\brules_before\b|\bslow_predictions\b",

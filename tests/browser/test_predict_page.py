@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from predictions.forecasting.calibration import load_calibration
-from predictions.forecasting.volatility import LABELS
+from forecasting.calibration import load_calibration
+from forecasting.volatility import LABELS
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.browser]
 

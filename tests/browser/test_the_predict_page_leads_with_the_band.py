@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from predictions.forecasting import scorecard
+from forecasting import scorecard
 from tests.api.test_an_answer_leads_with_the_band_and_says_what_the_path_is import assembled
 from tests.support.scorecards import table, with_cell
 

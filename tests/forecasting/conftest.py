@@ -7,8 +7,8 @@ from collections.abc import Callable
 import numpy as np
 import pytest
 
-from predictions.forecasting.base import Forecaster
-from predictions.forecasting.bench import sample_prices
+from forecasting.base import Forecaster
+from forecasting.bench import sample_prices
 from tests.support.forecasting import SYMBOLS, make_model
 
 

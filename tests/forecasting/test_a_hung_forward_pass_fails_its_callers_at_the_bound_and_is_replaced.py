@@ -14,8 +14,8 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
-from predictions.forecasting import batching
-from predictions.forecasting.batching import ForwardPassTimeout
+from forecasting import batching
+from forecasting.batching import ForwardPassTimeout
 from tests.support.waiting import eventually
 
 _keys = itertools.count()

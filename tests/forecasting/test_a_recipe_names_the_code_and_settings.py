@@ -1,11 +1,11 @@
-"""A model's recipe (predictions/forecasting/recipes.py) changes with its code, parameters,
+"""A model's recipe (forecasting/recipes.py) changes with its code, parameters,
 state version or seed, and with nothing else."""
 
 from __future__ import annotations
 
-from predictions.forecasting import recipes
-from predictions.forecasting.catalog import get_model_class
-from predictions.forecasting.ridge import RidgeForecaster
+from forecasting import recipes
+from forecasting.catalog import get_model_class
+from forecasting.ridge import RidgeForecaster
 
 
 def test_the_same_code_and_seed_give_the_same_recipe() -> None:
@@ -16,7 +16,7 @@ def test_the_same_code_and_seed_give_the_same_recipe() -> None:
 
 def test_it_reads_the_models_own_module_not_the_shared_contract() -> None:
     modules = [m.__name__ for m in recipes._defining_modules(get_model_class("ridge"))]
-    assert modules == ["predictions.forecasting.ridge"]
+    assert modules == ["forecasting.ridge"]
 
 
 def test_new_default_parameters_make_a_new_recipe(monkeypatch) -> None:

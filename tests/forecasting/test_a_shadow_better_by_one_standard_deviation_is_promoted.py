@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from predictions.forecasting import promotion
+from forecasting import promotion
 
 TRIALS = 300
 SPREAD = 0.11  # band half-widths: the real pairs' median standard deviation of daily gains

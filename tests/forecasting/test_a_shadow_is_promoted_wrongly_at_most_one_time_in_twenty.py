@@ -1,4 +1,4 @@
-"""The promotion rule (predictions/forecasting/promotion.py) read after every trading day,
+"""The promotion rule (forecasting/promotion.py) read after every trading day,
 as the judge reads it after every scoring run: a shadow no better than the serving
 generation is promoted at most 5 % of the time; a clearly worse one is rejected and a
 clearly better one promoted; a verdict, once reached, never changes."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from predictions.forecasting import promotion
+from forecasting import promotion
 
 
 def equal_pair_gains(rng: np.random.Generator, days: int) -> np.ndarray:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from predictions.forecasting import promotion
+from forecasting import promotion
 
 TRIALS = 400
 

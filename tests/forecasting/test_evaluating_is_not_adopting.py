@@ -9,10 +9,10 @@ import json
 
 import pytest
 
-from predictions.evaluation import evaluate
-from predictions.forecasting import volatility
-from predictions.forecasting.calibration import TABLE_PATH, Calibration
-from predictions.forecasting.scorecard import SCORECARD_PATH
+from forecasting import volatility
+from forecasting.calibration import TABLE_PATH, Calibration
+from forecasting.evaluation import evaluate
+from forecasting.scorecard import SCORECARD_PATH
 
 
 def digest(path):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from predictions.forecasting import har
+from forecasting import har
 
 
 def simulated(n: int, seed: int = 5) -> np.ndarray:

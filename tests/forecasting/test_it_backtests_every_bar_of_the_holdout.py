@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from predictions.forecasting.backtest import HOLDOUT, evaluate_and_forecast
+from forecasting.backtest import HOLDOUT, evaluate_and_forecast
 
 
 def test_every_holdout_bar_with_a_realized_path_is_an_origin(series):

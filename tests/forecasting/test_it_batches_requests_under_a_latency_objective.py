@@ -7,7 +7,7 @@ import threading
 import numpy as np
 import pytest
 
-from predictions.forecasting.batching import AIMD, AdaptiveBatcher
+from forecasting.batching import AIMD, AdaptiveBatcher
 
 
 def test_aimd_grows_while_full_batches_meet_the_objective():

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from predictions.forecasting.bench import format_table, run_benchmark
+from forecasting.bench import format_table, run_benchmark
 
 
 def test_it_measures_cost_and_skill_and_prints_a_table(series):

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from predictions.forecasting.combine import combine, sentiment_tilt
+from forecasting.combine import combine, sentiment_tilt
 from tests.support.forecasting import model_run
 
 FLAT = [100.0] * 5

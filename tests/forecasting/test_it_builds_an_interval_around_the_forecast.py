@@ -4,8 +4,8 @@ import math
 
 import pytest
 
-from predictions.forecasting.calibration import NEUTRAL
-from predictions.forecasting.combine import combine as calibrated_combine
+from forecasting.calibration import NEUTRAL
+from forecasting.combine import combine as calibrated_combine
 from tests.support.forecasting import model_run
 
 

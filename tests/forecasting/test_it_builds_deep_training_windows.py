@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from predictions.forecasting._windows import (
+from forecasting._windows import (
     Scaling,
     fit_scaling,
     latest_window,
@@ -10,7 +10,7 @@ from predictions.forecasting._windows import (
     training_windows,
     unscale_targets,
 )
-from predictions.forecasting.base import MAX_HORIZON
+from forecasting.base import MAX_HORIZON
 
 
 def test_it_pairs_each_window_with_the_returns_that_follow_it(series):

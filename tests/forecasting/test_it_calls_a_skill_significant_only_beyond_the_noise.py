@@ -2,11 +2,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from predictions.evaluation.significance import (
-    dependence_length,
-    diebold_mariano,
-    skill_interval,
-)
+from forecasting.evaluation.significance import dependence_length, diebold_mariano, skill_interval
 
 
 def _losses(improvement: float, n: int = 1500, seed: int = 3) -> tuple[np.ndarray, np.ndarray]:

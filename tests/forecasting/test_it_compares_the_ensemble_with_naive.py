@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from predictions.forecasting.combine import combine
+from forecasting.combine import combine
 from tests.support.forecasting import model_run
 
 

@@ -5,8 +5,8 @@ import json
 import numpy as np
 import pytest
 
-from predictions.forecasting.base import ForecastError
-from predictions.forecasting.combine import combine, ensure_finite
+from forecasting.base import ForecastError
+from forecasting.combine import combine, ensure_finite
 from tests.support.forecasting import model_run
 
 

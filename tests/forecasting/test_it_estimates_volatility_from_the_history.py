@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from predictions.forecasting import volatility
+from forecasting import volatility
 
 
 def test_the_ewma_is_riskmetrics_recursion_seeded_by_the_first_returns():

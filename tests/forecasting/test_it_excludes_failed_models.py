@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from predictions.forecasting.backtest import failed_run
-from predictions.forecasting.base import ForecastError
-from predictions.forecasting.combine import combine
+from forecasting.backtest import failed_run
+from forecasting.base import ForecastError
+from forecasting.combine import combine
 from tests.support.forecasting import model_run
 
 

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from predictions.forecasting.calibration import NEUTRAL, Calibration
-from predictions.forecasting.unsure import meaning
+from forecasting.calibration import NEUTRAL, Calibration
+from forecasting.unsure import meaning
 
 
 def test_the_tuned_meaning_names_how_much_worse_unsure_forecasts_were():

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from predictions.forecasting.calibration import band, conformal_scale, needed_scale
+from forecasting.calibration import band, conformal_scale, needed_scale
 
 
 def test_the_chosen_stretch_covers_the_level_on_the_scores_it_came_from():

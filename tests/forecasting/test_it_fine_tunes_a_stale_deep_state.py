@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from predictions.forecasting.backtest import evaluate_and_forecast
-from predictions.forecasting.base import read_state_header
+from forecasting.backtest import evaluate_and_forecast
+from forecasting.base import read_state_header
 from tests.support.forecasting import FAST_DEEP_PARAMS
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from predictions.forecasting.catalog import get_model_class
+from forecasting.catalog import get_model_class
 from tests.support.forecasting import DEEP_MODELS, make_model
 
 

@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from predictions.forecasting import har
+from forecasting import har
 
 
 def simulated(b0: float, daily: float, weekly: float, monthly: float, n: int) -> np.ndarray:

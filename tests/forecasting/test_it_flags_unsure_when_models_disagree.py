@@ -1,7 +1,7 @@
 from __future__ import annotations
 
-from predictions.forecasting.calibration import NEUTRAL
-from predictions.forecasting.combine import combine as calibrated_combine
+from forecasting.calibration import NEUTRAL
+from forecasting.combine import combine as calibrated_combine
 from tests.support.forecasting import model_run
 
 

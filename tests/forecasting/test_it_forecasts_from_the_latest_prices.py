@@ -3,7 +3,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from predictions.forecasting.catalog import MODEL_NAMES
+from forecasting.catalog import MODEL_NAMES
 
 
 @pytest.mark.parametrize("name", MODEL_NAMES)

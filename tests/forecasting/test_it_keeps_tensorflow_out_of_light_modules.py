@@ -8,31 +8,31 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
 LIGHT_MODULES = [
-    "predictions.forecasting",
-    "predictions.forecasting.base",
-    "predictions.forecasting.keras_backend",
-    "predictions.forecasting.catalog",
-    "predictions.forecasting.combine",
-    "predictions.forecasting.backtest",
-    "predictions.forecasting.naive",
-    "predictions.forecasting.ridge",
-    "predictions.forecasting.arima",
-    "predictions.forecasting._windows",
-    "predictions.forecasting.batching",
-    "predictions.forecasting.calibration",
-    "predictions.forecasting.unsure",
-    "predictions.forecasting.weighting",
-    "predictions.evaluation.significance",
-    "predictions.forecasting.scorecard",
-    "predictions.forecasting.point_skill",
-    "predictions.forecasting.reading",
-    "predictions.evaluation.walkforward",
-    "predictions.evaluation.combiner_replay",
-    "predictions.evaluation.runs",
-    "predictions.evaluation.oos_scores",
-    "predictions.evaluation.oos_intervals",
-    "predictions.evaluation.oos_doubt",
-    "predictions.evaluation.nested",
+    "forecasting",
+    "forecasting.base",
+    "forecasting.keras_backend",
+    "forecasting.catalog",
+    "forecasting.combine",
+    "forecasting.backtest",
+    "forecasting.naive",
+    "forecasting.ridge",
+    "forecasting.arima",
+    "forecasting._windows",
+    "forecasting.batching",
+    "forecasting.calibration",
+    "forecasting.unsure",
+    "forecasting.weighting",
+    "forecasting.evaluation.significance",
+    "forecasting.scorecard",
+    "forecasting.point_skill",
+    "forecasting.reading",
+    "forecasting.evaluation.walkforward",
+    "forecasting.evaluation.combiner_replay",
+    "forecasting.evaluation.runs",
+    "forecasting.evaluation.oos_scores",
+    "forecasting.evaluation.oos_intervals",
+    "forecasting.evaluation.oos_unsure",
+    "forecasting.evaluation.nested",
 ]
 
 
@@ -63,7 +63,7 @@ def test_it_imports_every_light_module_without_tensorflow():
 
 def test_it_lists_models_and_resolves_light_classes_without_tensorflow():
     code = """
-        from predictions.forecasting.catalog import get_model_class, model_info
+        from forecasting.catalog import get_model_class, model_info
         assert len(model_info()) == 5
         for name in ("naive", "ridge", "arima"):
             get_model_class(name)

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from predictions.evaluation import band_tests, fixed_b
+from forecasting.evaluation import band_tests, fixed_b
 
 
 def ar1(phi: float, n: int, rng: np.random.Generator) -> np.ndarray:

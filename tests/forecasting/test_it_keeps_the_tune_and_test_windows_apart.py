@@ -4,9 +4,9 @@ from typing import ClassVar
 
 import numpy as np
 
-from predictions.evaluation import walkforward
-from predictions.evaluation.walkforward import out_of_sample, plan_windows
-from predictions.forecasting.naive import NaiveDrift
+from forecasting.evaluation import walkforward
+from forecasting.evaluation.walkforward import out_of_sample, plan_windows
+from forecasting.naive import NaiveDrift
 
 
 class SpyDrift(NaiveDrift):

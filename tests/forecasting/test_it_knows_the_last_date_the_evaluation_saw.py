@@ -8,11 +8,11 @@ import json
 
 import pytest
 
+from forecasting import calibration
+from forecasting.calibration import Calibration
+from forecasting.evaluation.evaluate import HELD_OUT_BARS, evaluated_part
+from forecasting.evaluation.nested import seen_until as seen_in_report
 from marketdata.prices import load_sample
-from predictions.evaluation.evaluate import HELD_OUT_BARS, evaluated_part
-from predictions.evaluation.nested import seen_until as seen_in_report
-from predictions.forecasting import calibration
-from predictions.forecasting.calibration import Calibration
 
 
 def test_the_stocks_evaluation_ends_the_day_before_make_replay_starts():

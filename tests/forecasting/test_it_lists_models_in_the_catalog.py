@@ -2,14 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from predictions.forecasting.base import Forecaster, ForecastError
-from predictions.forecasting.catalog import (
-    MODEL_NAMES,
-    MODEL_SPECS,
-    create_model,
-    get_model_class,
-    model_info,
-)
+from forecasting.base import Forecaster, ForecastError
+from forecasting.catalog import MODEL_NAMES, MODEL_SPECS, create_model, get_model_class, model_info
 
 
 def test_it_offers_the_competing_models():

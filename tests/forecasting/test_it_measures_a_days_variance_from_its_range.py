@@ -8,12 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from predictions.forecasting.range_variance import (
-    Bars,
-    daily_variance,
-    overnight_gaps,
-    session_variance,
-)
+from forecasting.range_variance import Bars, daily_variance, overnight_gaps, session_variance
 
 
 def one_bar(o: float, h: float, lo: float, c: float) -> Bars:

@@ -4,8 +4,8 @@ from typing import ClassVar
 
 import numpy as np
 
-from predictions.forecasting.backtest import walk_forward
-from predictions.forecasting.naive import NaiveDrift
+from forecasting.backtest import walk_forward
+from forecasting.naive import NaiveDrift
 
 
 class SpyForecaster(NaiveDrift):

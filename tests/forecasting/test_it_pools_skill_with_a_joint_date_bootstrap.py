@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from predictions.evaluation.joint_bootstrap import date_sums, joint_mean, joint_skill
-from predictions.evaluation.oos_bands import per_symbol_pooled_skill
+from forecasting.evaluation.joint_bootstrap import date_sums, joint_mean, joint_skill
+from forecasting.evaluation.oos_bands import per_symbol_pooled_skill
 
 N, SYMBOLS = 1500, 6
 

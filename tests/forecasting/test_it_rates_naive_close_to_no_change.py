@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from predictions.forecasting.backtest import walk_forward
-from predictions.forecasting.naive import NaiveDrift
+from forecasting.backtest import walk_forward
+from forecasting.naive import NaiveDrift
 
 
 @pytest.mark.parametrize("symbol", ["AAPL", "^GSPC"])

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from predictions.evaluation import band_tests
-from predictions.evaluation.coverage_tests import coverage_tests, verdict
+from forecasting.evaluation import band_tests
+from forecasting.evaluation.coverage_tests import coverage_tests, verdict
 
 
 def test_kupiec_gives_the_textbook_likelihood_ratio():

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from predictions.forecasting.calibration import Calibration
-from predictions.forecasting.combine import combine
-from predictions.forecasting.reading import reading
+from forecasting.calibration import Calibration
+from forecasting.combine import combine
+from forecasting.reading import reading
 from tests.support.scorecards import table, with_cell
 
 COVERAGE = {

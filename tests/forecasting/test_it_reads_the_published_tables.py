@@ -4,8 +4,8 @@ import json
 
 import pytest
 
-from predictions.forecasting import calibration, scorecard
-from predictions.forecasting.calibration import NEUTRAL, Calibration
+from forecasting import calibration, scorecard
+from forecasting.calibration import NEUTRAL, Calibration
 
 
 def test_a_missing_calibration_leaves_the_band_as_built(tmp_path):

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from predictions.forecasting.base import ForecastError, StateError
-from predictions.forecasting.catalog import MODEL_NAMES, get_model_class
+from forecasting.base import ForecastError, StateError
+from forecasting.catalog import MODEL_NAMES, get_model_class
 
 
 def _corruptions(blob: bytes) -> dict[str, bytes]:

@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from predictions.forecasting.base import MAX_HORIZON, ForecastError
-from predictions.forecasting.catalog import MODEL_NAMES
+from forecasting.base import MAX_HORIZON, ForecastError
+from forecasting.catalog import MODEL_NAMES
 
 
 @pytest.mark.parametrize("name", MODEL_NAMES)

@@ -3,8 +3,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from predictions.forecasting.base import ForecastError
-from predictions.forecasting.catalog import MODEL_NAMES
+from forecasting.base import ForecastError
+from forecasting.catalog import MODEL_NAMES
 from tests.support.forecasting import make_model
 
 

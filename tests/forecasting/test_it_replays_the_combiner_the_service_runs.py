@@ -3,11 +3,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from predictions.evaluation.combiner_replay import LEGACY, LIVE, replay
-from predictions.evaluation.walkforward import out_of_sample, plan_windows
-from predictions.forecasting.backtest import HOLDOUT
-from predictions.forecasting.calibration import Calibration, band
-from predictions.forecasting.combine import combine
+from forecasting.backtest import HOLDOUT
+from forecasting.calibration import Calibration, band
+from forecasting.combine import combine
+from forecasting.evaluation.combiner_replay import LEGACY, LIVE, replay
+from forecasting.evaluation.walkforward import out_of_sample, plan_windows
 
 HORIZON = 5
 

@@ -3,10 +3,10 @@ from __future__ import annotations
 import json
 import math
 
-from predictions.evaluation import plots as evaluation_plots
-from predictions.evaluation import tables as evaluation_tables
-from predictions.evaluation.nested import calibration_from, evaluate, run_models
-from predictions.forecasting.scorecard import scorecard_from
+from forecasting.evaluation import plots as evaluation_plots
+from forecasting.evaluation import tables as evaluation_tables
+from forecasting.evaluation.nested import calibration_from, evaluate, run_models
+from forecasting.scorecard import scorecard_from
 
 
 def test_a_small_evaluation_yields_finite_tables_calibration_and_scorecard(series, tmp_path):

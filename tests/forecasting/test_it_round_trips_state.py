@@ -3,8 +3,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from predictions.forecasting.base import read_state_header
-from predictions.forecasting.catalog import MODEL_NAMES, get_model_class
+from forecasting.base import read_state_header
+from forecasting.catalog import MODEL_NAMES, get_model_class
 
 
 @pytest.mark.parametrize("name", MODEL_NAMES)

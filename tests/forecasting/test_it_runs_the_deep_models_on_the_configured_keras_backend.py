@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from predictions.forecasting import ForecastError, keras_backend
+from forecasting import ForecastError, keras_backend
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 
@@ -44,7 +44,7 @@ def test_tensorflow_is_the_default_and_its_ops_become_deterministic():
     done = run_child(
         """
         import json
-        from predictions.forecasting import keras_backend
+        from forecasting import keras_backend
         from tensorflow.python.framework import config
         before = config.is_op_determinism_enabled()
         keras_backend.enable_determinism()
@@ -66,7 +66,7 @@ def test_an_unknown_backend_is_refused_in_a_sentence(monkeypatch):
 
 
 def test_loading_a_deep_model_on_an_unknown_backend_says_so_not_keras():
-    code = "from predictions.forecasting.catalog import get_model_class; get_model_class('lstm')"
+    code = "from forecasting.catalog import get_model_class; get_model_class('lstm')"
     done = run_child(code, backend="jaxx")
 
     assert done.returncode != 0
@@ -95,8 +95,8 @@ def test_the_deep_models_train_and_predict_unchanged_on_another_backend(backend)
     pytest.importorskip(backend)  # the one skip: these backends are not in requirements.txt
     code = """
         import json
-        from predictions.forecasting import keras_backend
-        from predictions.forecasting.bench import sample_prices
+        from forecasting import keras_backend
+        from forecasting.bench import sample_prices
         from tests.support.forecasting import make_model
 
         prices = sample_prices("AAPL")

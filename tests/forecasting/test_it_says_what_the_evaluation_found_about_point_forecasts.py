@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from predictions.forecasting import point_skill, scorecard
+from forecasting import point_skill, scorecard
 from tests.support.scorecards import table, with_cell
 
 BEATS = {"skill_vs_naive": 0.03, "skill_ci": [0.02, 0.04], "dm_p_value": 1e-6}

@@ -6,9 +6,9 @@ import math
 import numpy as np
 import pytest
 
-from predictions.forecasting.backtest import walk_forward
-from predictions.forecasting.base import ForecastError
-from predictions.forecasting.catalog import MODEL_NAMES, get_model_class
+from forecasting.backtest import walk_forward
+from forecasting.base import ForecastError
+from forecasting.catalog import MODEL_NAMES, get_model_class
 from tests.support.forecasting import params_for
 
 METRICS = {"mae", "mape", "rmse", "mae_final", "directional_accuracy", "naive_mae", "mase"}

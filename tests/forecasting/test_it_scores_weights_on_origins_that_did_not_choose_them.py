@@ -3,8 +3,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from predictions.forecasting.combine import combine
-from predictions.forecasting.weighting import out_of_sample_skill
+from forecasting.combine import combine
+from forecasting.weighting import out_of_sample_skill
 
 
 def _paths() -> tuple[list[np.ndarray], np.ndarray, np.ndarray]:

@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from predictions.forecasting.calibration import NEUTRAL, Calibration
-from predictions.forecasting.combine import combine
+from forecasting.calibration import NEUTRAL, Calibration
+from forecasting.combine import combine
 from tests.support.forecasting import model_run
 
 FLAT = [100.0] * 5
@@ -111,9 +111,9 @@ def test_the_adopted_band_is_built_live_from_the_history_not_a_fallback():
     """What the shipped calibration.json chose is what a prediction serves: σ from the
     symbol's own bars (the service's glue, predictions.results.band_sigma), the band
     path × exp(±q σ) with the adopted stretch, labelled with the chosen method."""
+    from forecasting import volatility
+    from forecasting.calibration import load_calibration
     from marketdata.prices import load_sample
-    from predictions.forecasting import volatility
-    from predictions.forecasting.calibration import load_calibration
     from predictions.results import band_sigma
 
     table = load_calibration()

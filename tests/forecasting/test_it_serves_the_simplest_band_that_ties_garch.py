@@ -3,7 +3,7 @@ at 1 and 5 days is served; with none, the simplest one that is not worse is."""
 
 from __future__ import annotations
 
-from predictions.evaluation.band_choice import choose_band
+from forecasting.evaluation.band_choice import choose_band
 
 HORIZONS = (1, 5, 20)
 

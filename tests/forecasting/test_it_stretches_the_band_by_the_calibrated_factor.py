@@ -3,8 +3,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from predictions.forecasting.calibration import NEUTRAL, Calibration
-from predictions.forecasting.combine import combine
+from forecasting.calibration import NEUTRAL, Calibration
+from forecasting.combine import combine
 from tests.support.forecasting import model_run
 
 

@@ -6,9 +6,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from predictions.evaluation import band_tests
-from predictions.evaluation.significance import diebold_mariano
-from predictions.forecasting.multiple_testing import holm
+from forecasting.evaluation import band_tests
+from forecasting.evaluation.significance import diebold_mariano
+from forecasting.multiple_testing import holm
 
 
 def test_the_lag_and_the_block_cover_the_overlap_of_long_paths():

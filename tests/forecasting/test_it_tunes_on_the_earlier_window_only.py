@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from predictions.evaluation.nested import evaluate, run_models
-from predictions.evaluation.walkforward import plan_windows
+from forecasting.evaluation.nested import evaluate, run_models
+from forecasting.evaluation.walkforward import plan_windows
 
 MODELS = ["naive", "ridge", "arima"]
 HORIZONS = (1, 5)

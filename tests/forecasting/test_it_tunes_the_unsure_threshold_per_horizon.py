@@ -4,8 +4,8 @@ import math
 
 import pytest
 
-from predictions.forecasting.calibration import Calibration
-from predictions.forecasting.combine import combine
+from forecasting.calibration import Calibration
+from forecasting.combine import combine
 from tests.support.forecasting import model_run
 
 TUNED = Calibration(unsure_spread={1: 0.01, 4: 0.04})

@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from predictions.forecasting.backtest import evaluate_and_forecast
-from predictions.forecasting.base import ForecastError
-from predictions.forecasting.combine import combine
+from forecasting.backtest import evaluate_and_forecast
+from forecasting.base import ForecastError
+from forecasting.combine import combine
 
 
 @pytest.fixture(scope="module")

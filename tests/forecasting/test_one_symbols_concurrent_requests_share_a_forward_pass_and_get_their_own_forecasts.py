@@ -12,9 +12,9 @@ from contextlib import contextmanager
 import numpy as np
 import pytest
 
+from forecasting import batching
+from forecasting.lstm import LSTMForecaster
 from marketdata.prices.sample import load_sample
-from predictions.forecasting import batching
-from predictions.forecasting.lstm import LSTMForecaster
 
 TINY = {"window": 20, "units": 4, "epochs": 1, "train_points": 300}
 ENDS = (-40, -30, -20, -10)

@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from predictions.forecasting import volatility
-from predictions.forecasting.range_variance import daily_variance
+from forecasting import volatility
+from forecasting.range_variance import daily_variance
 
 PHI = {"phi": 0.98}
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from predictions.forecasting.calibration import Calibration
+from forecasting.calibration import Calibration
 
 SLOPES = {"b0": 0.0, "daily": 0.3, "weekly": 0.4, "monthly": 0.2, "residual_variance": 0.5}
 

@@ -10,9 +10,9 @@ from typing import Any
 
 import numpy as np
 
-from predictions.evaluation.runs import SymbolRuns
-from predictions.evaluation.walkforward import OutOfSample
-from predictions.forecasting.catalog import DEFAULT_MODELS, MODEL_NAMES
+from forecasting.catalog import DEFAULT_MODELS, MODEL_NAMES
+from forecasting.evaluation.runs import SymbolRuns
+from forecasting.evaluation.walkforward import OutOfSample
 
 SETTINGS = Path(__file__).resolve().parents[2] / "config" / "settings.py"
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from predictions.forecasting import har, volatility
+from forecasting import har, volatility
 
 SLOPES = (0.3, 0.4, 0.2)
 

@@ -11,8 +11,9 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from marketdata.sources import price_chain
-from predictions import results, stages
+from predictions import results
 from predictions.models import ModelGeneration
+from registry import answering
 from registry.model_registry import forget_runs
 
 pytestmark = pytest.mark.django_db
@@ -20,14 +21,14 @@ pytestmark = pytest.mark.django_db
 
 def test_the_part_is_a_fraction_of_the_run_and_the_bulk_comes_back_whole():
     history = price_chain().fetch("IBM")
-    run = stages.model_run("ridge", history, 5)
+    run = answering.model_run("ridge", history, 5)
     part = results.travelling(run)
     assert set(results.BULK) <= set(run) and not set(results.BULK) & set(part)
     assert len(json.dumps(part)) * 5 < len(json.dumps(run))
     assert part["forecast"] == run["forecast"] and part["metrics"] == run["metrics"]
 
     forget_runs()  # the combiner's process has no copy: one query brings every run back
-    other = results.travelling(stages.model_run("naive", history, 5))
+    other = results.travelling(answering.model_run("naive", history, 5))
     forget_runs()
     with CaptureQueriesContext(connection) as queries:
         complete = results.with_bulk([part, other])
@@ -40,7 +41,7 @@ def test_the_part_is_a_fraction_of_the_run_and_the_bulk_comes_back_whole():
 
 def test_a_run_whose_generation_is_gone_combines_without_its_bulk():
     history = price_chain().fetch("MSFT")
-    part = results.travelling(stages.model_run("naive", history, 3))
+    part = results.travelling(answering.model_run("naive", history, 3))
     ModelGeneration.objects.filter(symbol="MSFT", model="naive").delete()
     forget_runs()
     (complete,) = results.with_bulk([part])

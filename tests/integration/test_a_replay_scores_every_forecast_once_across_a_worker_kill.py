@@ -14,7 +14,8 @@ from collections.abc import Iterator
 import pytest
 from celery import current_app
 
-from market import market_clock, market_days
+from market import market_days
+from marketdata import market_clock
 from marketdata.sources import price_chain
 from predictions.models import ForecastRecord, ForecastScore
 from tests.support.api import submit_and_wait

@@ -10,9 +10,8 @@ from datetime import date, timedelta
 import pytest
 
 from marketdata.sources import price_chain
-from predictions import stages
 from predictions.models import ForecastRecord, ForecastScore, GenerationEvent, ModelGeneration
-from registry import generations
+from registry import answering, generations
 from tests.support.api import submit_and_wait
 from tests.support.waiting import eventually
 
@@ -47,11 +46,11 @@ def test_a_new_recipe_is_judged_in_shadow_and_a_refit_serves_at_once(
 ):
     full = price_chain().fetch("GOOG")
     older = full.through(full.dates[-2].item())
-    assert stages.model_run("ridge", older, 3)["registry"]["generation"] == 1
+    assert answering.model_run("ridge", older, 3)["registry"]["generation"] == 1
     assert generations.serving("GOOG", "ridge").generation == 1
 
     # New bars, the same recipe: the refit serves at once, no shadow.
-    refit = stages.model_run("ridge", full, 3)
+    refit = answering.model_run("ridge", full, 3)
     assert refit["registry"]["generation"] == 2 and "judging" not in refit["registry"]
     assert generations.serving("GOOG", "ridge").generation == 2
     assert "refit of the serving recipe" in generations.history("GOOG")[0]["reason"]
@@ -70,7 +69,7 @@ def test_a_new_recipe_is_judged_in_shadow_and_a_refit_serves_at_once(
     record = eventually(lambda: recorded_shadow("GOOG", 3), 60, "the shadow's forecast")
     assert record.members["ridge~shadow"]["generation"] == 3
     pending = generations.shadow("GOOG", "ridge")
-    assert pending.generation == 3 and pending.recipe == stages.current_recipe("ridge")
+    assert pending.generation == 3 and pending.recipe == answering.current_recipe("ridge")
     assert generations.history("GOOG")[0]["action"] == "shadow"
 
     # Evidence accumulates one day at a time; a worse shadow is rejected, not tried again.
@@ -82,17 +81,17 @@ def test_a_new_recipe_is_judged_in_shadow_and_a_refit_serves_at_once(
     assert rejected.action == GenerationEvent.REJECTED and "shadow worse" in rejected.reason
     assert generations.serving("GOOG", "ridge").generation == 2
     assert generations.shadow("GOOG", "ridge") is None
-    assert stages.shadow_forecast("ridge", full, 3) is None
+    assert answering.shadow_forecast("ridge", full, 3) is None
 
     # Another change of the code: its shadow is better day after day, and is promoted.
-    monkeypatch.setattr(stages, "current_recipe", lambda name: "newer-code")
-    made = stages.shadow_forecast("ridge", full, 3)
+    monkeypatch.setattr(answering, "current_recipe", lambda name: "newer-code")
+    made = answering.shadow_forecast("ridge", full, 3)
     assert made is not None and made[0] == 4
     daily_scores("GOOG", "ridge", 2, 4, after + timedelta(days=100), 0.015, 0.005, days=40)
     [promoted] = generations.judge("GOOG", ["ridge"])
     assert promoted.action == GenerationEvent.PROMOTED and promoted.replaced == 2
     assert "shadow better" in promoted.reason
-    assert stages.model_run("ridge", full, 3)["registry"]["generation"] == 4
+    assert answering.model_run("ridge", full, 3)["registry"]["generation"] == 4
 
     # The operator rolls back: the next answer (no cached one survives) comes from 2 again.
     response = staff_api_client.post(

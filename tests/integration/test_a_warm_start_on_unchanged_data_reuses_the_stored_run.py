@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from marketdata.sources import price_chain
-from predictions import stages
 from predictions.models import StoredRun
+from registry import answering
 from registry.model_registry import forget_runs
 
 pytestmark = pytest.mark.django_db
@@ -14,11 +14,11 @@ pytestmark = pytest.mark.django_db
 
 def test_the_second_run_is_the_stored_one_and_says_so():
     history = price_chain().fetch("IBM")
-    first = stages.model_run("arima", history, 5)
+    first = answering.model_run("arima", history, 5)
     assert first["trained"] is True and first["registry"]["run"] == "computed"
     assert first["backtest_seconds"] > 0
 
-    again = stages.model_run("arima", history, 5)
+    again = answering.model_run("arima", history, 5)
     assert again["registry"] == {
         "generation": first["registry"]["generation"],
         "warm_start": True,
@@ -32,37 +32,37 @@ def test_the_second_run_is_the_stored_one_and_says_so():
 
 def test_another_horizon_or_other_prices_run_the_model():
     history = price_chain().fetch("IBM")
-    stages.model_run("ridge", history, 5)
-    other_horizon = stages.model_run("ridge", history, 7)
+    answering.model_run("ridge", history, 5)
+    other_horizon = answering.model_run("ridge", history, 7)
     assert other_horizon["registry"]["run"] == "computed"
     assert other_horizon["registry"]["state_status"] == "loaded"  # warm state, fresh backtest
     shorter = history.tail(len(history) - 1)
-    assert stages.model_run("ridge", shorter, 5)["registry"]["run"] == "computed"
+    assert answering.model_run("ridge", shorter, 5)["registry"]["run"] == "computed"
     assert StoredRun.objects.filter(generation__symbol="IBM", horizon=7).count() == 1
 
 
 def test_a_run_from_another_code_version_is_not_reused():
     history = price_chain().fetch("GOOG")
-    stages.model_run("naive", history, 3)
+    answering.model_run("naive", history, 3)
     StoredRun.objects.filter(generation__symbol="GOOG").update(state_version=0)
     forget_runs()  # as a process running the new code starts without copies
-    assert stages.model_run("naive", history, 3)["registry"]["run"] == "computed"
+    assert answering.model_run("naive", history, 3)["registry"]["run"] == "computed"
 
 
 def test_a_cold_request_neither_reads_nor_reuses_the_registry(settings):
     settings.REGISTRY_SHADOW = False  # the newest generation serves at once
     history = price_chain().fetch("MSFT")
-    stages.model_run("naive", history, 2)
-    cold = stages.model_run("naive", history, 2, warm_start=False)
+    answering.model_run("naive", history, 2)
+    cold = answering.model_run("naive", history, 2, warm_start=False)
     assert cold["trained"] is True and cold["registry"]["run"] == "computed"
 
 
 def test_with_shadows_a_cold_request_trains_afresh_and_the_refit_serves_at_once():
     history = price_chain().fetch("MSFT")
-    first = stages.model_run("naive", history, 2)
-    cold = stages.model_run("naive", history, 2, warm_start=False)
+    first = answering.model_run("naive", history, 2)
+    cold = answering.model_run("naive", history, 2, warm_start=False)
     assert first["registry"]["generation"] == 1
     assert cold["trained"] is True and cold["registry"]["generation"] == 2
     assert "shadow" not in cold and "judging" not in cold["registry"]
-    again = stages.model_run("naive", history, 2)
+    again = answering.model_run("naive", history, 2)
     assert again["registry"]["generation"] == 2 and again["registry"]["run"] == "stored"

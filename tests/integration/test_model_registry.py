@@ -60,11 +60,11 @@ def test_an_unknown_symbol_has_no_models(staff_api_client, celery_worker):
 def test_a_state_trained_in_one_process_warm_starts_another(staff_api_client, celery_worker):
     """This test process trains and stores; the worker process loads from the database."""
     from marketdata.sources import price_chain
-    from predictions import stages
+    from registry import answering
 
     history = price_chain().fetch("IBM")
     for name in ("naive", "ridge", "arima"):
-        here = stages.model_run(name, history, 3)
+        here = answering.model_run(name, history, 3)
         assert here["trained"] is True and here["registry"]["generation"] == 1
 
     _, prediction = submit_and_wait(staff_api_client, symbol="IBM", horizon=3)
@@ -78,13 +78,13 @@ def test_a_state_trained_in_one_process_warm_starts_another(staff_api_client, ce
 
 def test_an_unreadable_state_is_retrained_not_fatal(staff_api_client, celery_worker):
     from marketdata.sources import price_chain
-    from predictions import stages
+    from registry import answering
 
     history = price_chain().fetch("MSFT")
-    stages.model_run("ridge", history, 2)
+    answering.model_run("ridge", history, 2)
     ModelGeneration.objects.filter(symbol="MSFT", model="ridge").update(state=b"not a state")
 
-    again = stages.model_run("ridge", history, 3)  # no stored run for horizon 3: needs the state
+    again = answering.model_run("ridge", history, 3)  # no stored run for horizon 3: needs the state
     assert again["trained"] is True
     assert again["registry"]["state_status"].startswith("invalid")
     assert again["registry"]["generation"] == 2

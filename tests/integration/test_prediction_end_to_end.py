@@ -6,9 +6,9 @@ import math
 
 import pytest
 
+from forecasting.calibration import load_calibration
+from forecasting.volatility import LABELS
 from predictions import final
-from predictions.forecasting.calibration import load_calibration
-from predictions.forecasting.volatility import LABELS
 from predictions.models import PredictionRequest
 from tests.support.api import URL, submit_and_wait
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from forecasting.batching import AIMD, AdaptiveBatcher
 from lab import bench_batching
-from predictions.forecasting.batching import AIMD, AdaptiveBatcher
 
 
 def test_a_server_within_its_capacity_meets_the_objective_at_every_step():

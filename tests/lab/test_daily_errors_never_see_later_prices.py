@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from forecasting.bench import sample_prices
 from lab.decisions.daily import compute_daily_errors
-from predictions.forecasting.bench import sample_prices
 
 MODELS = ("naive", "ridge", "arima")
 

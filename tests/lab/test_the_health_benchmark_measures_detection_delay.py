@@ -8,8 +8,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from forecasting import health
 from lab.decisions.health_alarms import Series, delay_summary, first_alarm, trace
-from predictions.forecasting import health
 from tests.forecasting.peer_errors import peer_errors
 
 FOLLOW = 60

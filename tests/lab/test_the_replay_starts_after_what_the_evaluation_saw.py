@@ -3,8 +3,8 @@ evaluation saw of the watched symbols, so its live figures share no data with it
 
 from __future__ import annotations
 
+from forecasting.calibration import seen_until
 from lab.market_replay import default_start
-from predictions.forecasting.calibration import seen_until
 
 
 def test_the_default_start_follows_the_last_day_seen() -> None:

@@ -13,7 +13,8 @@ from django.conf import settings as django_settings
 from stockserve_client.market import BAR, MarketFeed
 
 from config.asgi import application
-from market import market_days, market_events
+from market import market_days
+from marketdata import market_events
 from plumbing.redis_client import get_redis
 from tests.support.live import live_stack, run_async, ws_headers
 from tests.support.waiting import eventually

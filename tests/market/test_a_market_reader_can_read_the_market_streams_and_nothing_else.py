@@ -12,7 +12,7 @@ import redis
 from django.core.management import call_command
 from stockserve_client.market import BAR, MarketFeed, market_stream
 
-from market import market_events
+from marketdata import market_events
 from plumbing.redis_client import get_redis
 
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from datetime import date, timedelta
 
+from forecasting.calibration import seen_until
 from predictions.checks import replay_out_of_sample_check
-from predictions.forecasting.calibration import seen_until
 
 
 def test_a_replay_before_the_last_day_seen_is_warned_about(settings) -> None:

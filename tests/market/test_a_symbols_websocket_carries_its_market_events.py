@@ -12,7 +12,7 @@ from channels.testing import WebsocketCommunicator
 from django.conf import settings
 
 from config.asgi import application
-from market import market_events
+from marketdata import market_events
 from plumbing.redis_client import get_redis
 from tests.support.live import run_async, ws_headers
 from tests.support.waiting import eventually_async

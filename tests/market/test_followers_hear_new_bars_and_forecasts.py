@@ -9,7 +9,7 @@ from stockserve_client import market as client
 from stockserve_client.market import BAR, FORECAST, MarketFeed
 
 from market import market_days
-from market import market_events as service
+from marketdata import market_events as service
 from marketdata.sources import price_chain
 from tests.market.test_forecasts_of_record_are_scored_once_when_their_days_come import finished
 

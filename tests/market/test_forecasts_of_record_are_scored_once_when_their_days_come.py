@@ -14,10 +14,11 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from market import market_clock, market_days, tasks
+from forecasting.proper_scores import interval_score
+from market import market_days, tasks
+from marketdata import market_clock
 from marketdata.sources import price_chain
 from predictions import answer_cache
-from predictions.forecasting.proper_scores import interval_score
 from predictions.models import ForecastRecord, ForecastScore
 from tests.support.records import finished_on_bar
 

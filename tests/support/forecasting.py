@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from predictions.forecasting.base import Forecaster
-from predictions.forecasting.catalog import MODEL_NAMES, get_model_class
+from forecasting.base import Forecaster
+from forecasting.catalog import MODEL_NAMES, get_model_class
 
 DEEP_MODELS = ("lstm", "tcn")
 LIGHT_MODELS = tuple(n for n in MODEL_NAMES if n not in DEEP_MODELS)

@@ -14,10 +14,10 @@ from collections.abc import Iterator
 import numpy as np
 import pytest
 
+from forecasting import batching
+from forecasting.lstm import LSTMForecaster
 from marketdata.prices.sample import load_sample
 from predictions import deep_batching, parts
-from predictions.forecasting import batching
-from predictions.forecasting.lstm import LSTMForecaster
 from predictions.tasks import run_model
 
 SOFT_LIMIT = 3

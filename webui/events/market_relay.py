@@ -14,7 +14,7 @@ from typing import Any
 
 import redis.asyncio as aioredis
 
-from market.market_events import CHANNEL
+from marketdata.market_events import CHANNEL
 from webui.events.channel_groups import symbol_group
 from webui.events.subscription import follow_channel
 

@@ -7,8 +7,8 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from market import market_clock
 from market.market_days import ACTIONS, control
+from marketdata import market_clock
 from plumbing.redis_required import require_redis
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from market.market_days import market_today
+from marketdata.market_clock import market_today
 from marketdata.symbols import InvalidSymbol, normalize_symbol
 from plumbing.redis_required import require_redis
 from registry import model_health

@@ -12,7 +12,7 @@ its pool processes run on the CPU the other workers leave.
 
 `--pool threads` runs the tasks as threads of one process: one copy of each network, and
 the deep models' forward passes from concurrent requests with the same weights batched
-into one call (`predictions.forecasting.batching`). `auto` (the default) picks it for a
+into one call (`forecasting.batching`). `auto` (the default) picks it for a
 worker with a GPU, whose device one process should hold, and prefork otherwise. Celery's
 time limits do not apply to threads (a model stage waits on a forward pass at most the
 soft time limit); the request's latency objective and deadline still do.

@@ -14,7 +14,7 @@ Knows nothing of Django, Celery or HTTP. Modules:
 - health: the sequential test of model health
 - bench: cost/skill benchmark table
 - scorecard: the offline evaluation's per-symbol results (scorecard.json); the evaluation
-  itself is predictions/evaluation/, which nothing here imports
+  itself is forecasting/evaluation/, which nothing here imports
 
 Importing this package (or any module above except lstm, tcn, _deep) never imports TensorFlow.
 """

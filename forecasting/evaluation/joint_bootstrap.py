@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from predictions.evaluation.significance import block_sums, percentile_interval
+from forecasting.evaluation.significance import block_sums, percentile_interval
 
 N_BOOT = 2000
 

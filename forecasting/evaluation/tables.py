@@ -1,4 +1,4 @@
-"""Markdown tables of a nested-evaluation report (see predictions/evaluation/evaluate.py).
+"""Markdown tables of a nested-evaluation report (see forecasting/evaluation/evaluate.py).
 
 Why: the report is JSON for machines; people read tables. The generated block of
 docs/evaluation.md is rewritten from them, the prose around it is not touched.
@@ -10,8 +10,8 @@ import re
 from pathlib import Path
 from typing import Any
 
-from predictions.evaluation.coverage_tests import verdict as coverage_verdict
-from predictions.forecasting.volatility import BASELINE, LABELS
+from forecasting.evaluation.coverage_tests import verdict as coverage_verdict
+from forecasting.volatility import BASELINE, LABELS
 
 BEGIN, END = "<!-- evaluate:begin -->", "<!-- evaluate:end -->"
 MARK = {"better": " ▲", "worse": " ▼"}

@@ -9,7 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from predictions.evaluation.tables import BAND_NAMES
+from forecasting.evaluation.tables import BAND_NAMES
 
 
 def plots(report: dict[str, Any], out: Path) -> None:

@@ -30,28 +30,26 @@ class ModelSpec:
 MODEL_SPECS: dict[str, ModelSpec] = {
     spec.name: spec
     for spec in (
-        ModelSpec(
-            "naive", "Random walk with drift", "predictions.forecasting.naive.NaiveDrift", False, 20
-        ),
+        ModelSpec("naive", "Random walk with drift", "forecasting.naive.NaiveDrift", False, 20),
         ModelSpec(
             "ridge",
             "Ridge regression (scikit-learn)",
-            "predictions.forecasting.ridge.RidgeForecaster",
+            "forecasting.ridge.RidgeForecaster",
             False,
             200,
         ),
         ModelSpec(
             "arima",
             "ARIMA(2,1,0) with drift (statsmodels)",
-            "predictions.forecasting.arima.ARIMAForecaster",
+            "forecasting.arima.ARIMAForecaster",
             False,
             100,
         ),
-        ModelSpec("lstm", "LSTM (Keras)", "predictions.forecasting.lstm.LSTMForecaster", True, 200),
+        ModelSpec("lstm", "LSTM (Keras)", "forecasting.lstm.LSTMForecaster", True, 200),
         ModelSpec(
             "tcn",
             "Temporal convolutional network (Keras)",
-            "predictions.forecasting.tcn.TCNForecaster",
+            "forecasting.tcn.TCNForecaster",
             True,
             200,
         ),

@@ -36,17 +36,17 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from predictions.evaluation.band_choice import RULE, choose_band
-from predictions.evaluation.band_tests import bootstrap_block, christoffersen, dm_hln, kupiec
-from predictions.evaluation.combiner_replay import LEVELS, LIVE, Replay
-from predictions.evaluation.coverage_tests import coverage_tests
-from predictions.evaluation.fixed_b import dm_fixed_b
-from predictions.evaluation.joint_bootstrap import joint_mean, joint_skill
-from predictions.evaluation.runs import SymbolRuns
-from predictions.evaluation.significance import block_sums, mean_interval, percentile_interval
-from predictions.forecasting import har, volatility
-from predictions.forecasting.calibration import INTERVAL_LEVEL, band, conformal_scale
-from predictions.forecasting.multiple_testing import holm
+from forecasting import har, volatility
+from forecasting.calibration import INTERVAL_LEVEL, band, conformal_scale
+from forecasting.evaluation.band_choice import RULE, choose_band
+from forecasting.evaluation.band_tests import bootstrap_block, christoffersen, dm_hln, kupiec
+from forecasting.evaluation.combiner_replay import LEVELS, LIVE, Replay
+from forecasting.evaluation.coverage_tests import coverage_tests
+from forecasting.evaluation.fixed_b import dm_fixed_b
+from forecasting.evaluation.joint_bootstrap import joint_mean, joint_skill
+from forecasting.evaluation.runs import SymbolRuns
+from forecasting.evaluation.significance import block_sums, mean_interval, percentile_interval
+from forecasting.multiple_testing import holm
 
 ALPHA = 1 - INTERVAL_LEVEL
 Z80 = float(stats.norm.ppf(1 - ALPHA / 2))  # 1.2816: the 80 % band's half-width in σ

@@ -2,7 +2,7 @@
 
 Why: capacity planning for the workers (which queue, how many children) and the
 honest answer to "does any model beat the random walk?" come from one table.
-Run ``python -m predictions.forecasting.bench AAPL ^GSPC``.
+Run ``python -m forecasting.bench AAPL ^GSPC``.
 """
 
 from __future__ import annotations

@@ -23,8 +23,8 @@ import math
 
 import numpy as np
 
-from predictions.evaluation.band_tests import Comparison
-from predictions.evaluation.significance import diebold_mariano
+from forecasting.evaluation.band_tests import Comparison
+from forecasting.evaluation.significance import diebold_mariano
 
 SIM_SERIES, SIM_LENGTH, SIM_SEED = 10_000, 1_000, 20_051
 MAX_B = 0.5  # the simulated autocovariances reach lag 500 of 1,000

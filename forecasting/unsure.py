@@ -1,7 +1,7 @@
 """The `unsure` flag: when the models disagree more than usual for the horizon.
 
 Why: a flag people read as "trust this one less" must pick out forecasts that do turn out
-worse. Three rules compete in the nested evaluation (oos_doubt.py): the models'
+worse. Three rules compete in the nested evaluation (oos_unsure.py): the models'
 disagreement (the relative day-h spread), the expected volatility σ(t, h) of the band, and
 disagreement beyond volatility (spread / σ). Each threshold is tuned per horizon on an
 earlier window (it flags a fixed share of that window's forecasts); the rule that picks out

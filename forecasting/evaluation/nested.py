@@ -11,15 +11,15 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from predictions.evaluation.combiner_replay import LIVE
-from predictions.evaluation.oos_bands import band_table, evaluate_bands
-from predictions.evaluation.oos_doubt import choose_rule, compare_rules, tune_unsure, unsure_table
-from predictions.evaluation.oos_intervals import coverage_tables, reliability, tune_interval_scale
-from predictions.evaluation.oos_scores import score_symbol
-from predictions.evaluation.runs import HORIZONS, SymbolRuns, run_models
-from predictions.forecasting import unsure as unsure_flag
-from predictions.forecasting.calibration import INTERVAL_LEVEL, Calibration
-from predictions.forecasting.multiple_testing import holm
+from forecasting import unsure as unsure_flag
+from forecasting.calibration import INTERVAL_LEVEL, Calibration
+from forecasting.evaluation.combiner_replay import LIVE
+from forecasting.evaluation.oos_bands import band_table, evaluate_bands
+from forecasting.evaluation.oos_intervals import coverage_tables, reliability, tune_interval_scale
+from forecasting.evaluation.oos_scores import score_symbol
+from forecasting.evaluation.oos_unsure import choose_rule, compare_rules, tune_unsure, unsure_table
+from forecasting.evaluation.runs import HORIZONS, SymbolRuns, run_models
+from forecasting.multiple_testing import holm
 
 __all__ = ["HORIZONS", "SymbolRuns", "calibration_from", "evaluate", "run_models"]
 

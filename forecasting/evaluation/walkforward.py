@@ -21,9 +21,9 @@ from typing import Any
 
 import numpy as np
 
-from predictions.forecasting.backtest import MAX_FINE_TUNES
-from predictions.forecasting.base import Forecaster, ForecastError
-from predictions.forecasting.catalog import get_model_class
+from forecasting.backtest import MAX_FINE_TUNES
+from forecasting.base import Forecaster, ForecastError
+from forecasting.catalog import get_model_class
 
 FIRST_TRAIN = 1000  # bars before the first evaluated origin (the deep models train on 1000)
 TUNE_FRACTION = 0.4  # share of the evaluated span that forms the earlier (tune) window

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from predictions.forecasting.multiple_testing import holm
+from forecasting.multiple_testing import holm
 
 TESTS = (("kupiec", "kupiec_p", "miss rate"), ("christoffersen", "christoffersen_p", "clusters"))
 

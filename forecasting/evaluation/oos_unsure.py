@@ -12,12 +12,12 @@ from typing import Any
 
 import numpy as np
 
-from predictions.evaluation.band_tests import bootstrap_block
-from predictions.evaluation.combiner_replay import LEGACY, LIVE, Replay
-from predictions.evaluation.oos_bands import sigma_at
-from predictions.evaluation.runs import SymbolRuns
-from predictions.evaluation.significance import dependence_length, ratio_of_means_interval
-from predictions.forecasting import unsure
+from forecasting import unsure
+from forecasting.evaluation.band_tests import bootstrap_block
+from forecasting.evaluation.combiner_replay import LEGACY, LIVE, Replay
+from forecasting.evaluation.oos_bands import sigma_at
+from forecasting.evaluation.runs import SymbolRuns
+from forecasting.evaluation.significance import dependence_length, ratio_of_means_interval
 
 
 def tune_unsure(series: list[SymbolRuns], horizon: int) -> float:

@@ -23,7 +23,7 @@ from typing import Any
 
 import numpy as np
 
-from predictions.forecasting import volatility
+from forecasting import volatility
 
 RESIDUAL = "residual"
 BASELINE = volatility.BASELINE

@@ -19,6 +19,7 @@ from datetime import UTC, date, datetime
 
 import numpy as np
 from django.conf import settings
+from django.utils import timezone
 
 from plumbing.redis_client import get_redis, script, text
 
@@ -96,6 +97,11 @@ def state() -> ClockState:
 def today() -> date | None:
     """The last trading day whose bar may be served (None: live, no cut)."""
     return state().today
+
+
+def market_today() -> date:
+    """The clock's day: the replay's date, or the wall clock's in live mode."""
+    return today() or timezone.localdate()
 
 
 def day_began() -> datetime | None:

@@ -18,13 +18,13 @@ from typing import Any
 
 import numpy as np
 
-from predictions.evaluation.band_tests import bootstrap_block, dm_hln
-from predictions.evaluation.combiner_replay import LEGACY, LIVE
-from predictions.evaluation.fixed_b import dm_fixed_b
-from predictions.evaluation.runs import SymbolRuns, log_actual
-from predictions.evaluation.significance import skill_interval
-from predictions.forecasting.catalog import BASELINE
-from predictions.forecasting.weighting import inverse_error_weights
+from forecasting.catalog import BASELINE
+from forecasting.evaluation.band_tests import bootstrap_block, dm_hln
+from forecasting.evaluation.combiner_replay import LEGACY, LIVE
+from forecasting.evaluation.fixed_b import dm_fixed_b
+from forecasting.evaluation.runs import SymbolRuns, log_actual
+from forecasting.evaluation.significance import skill_interval
+from forecasting.weighting import inverse_error_weights
 
 
 def _row(

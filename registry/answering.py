@@ -1,7 +1,8 @@
-"""What each stage of the pipeline does, as plain functions shared by every strategy.
+"""Which generation of a model answers a request's part, and the run it answers with.
 
-`predictions.parts` times them and turns their failures into results; a strategy decides
-where they run; `predictions.results` combines what they return.
+With shadow generations on, the serving generation answers (its refit serves at once when
+the running code has its recipe); a run already made on the same prices is reused as a
+lookup. `predictions.parts` times the part and turns its failures into results.
 """
 
 from __future__ import annotations
@@ -11,27 +12,18 @@ from typing import Any
 
 from django.conf import settings
 
-from marketdata.mentions import gather_sentiment
+from forecasting import recipes
+from forecasting.backtest import evaluate_and_forecast
+from forecasting.catalog import get_model_class
 from marketdata.prices import PriceHistory
-from marketdata.sources import mention_providers, price_chain
-from predictions import results
-from predictions.forecasting import recipes
-from predictions.forecasting.backtest import evaluate_and_forecast
-from predictions.forecasting.catalog import get_model_class
 from registry import generations, model_registry
+from registry.model_registry import STORED_RUN
 
 log = logging.getLogger(__name__)
 
 
-def fetch_history(symbol: str) -> PriceHistory:
-    return price_chain().fetch(symbol)
-
-
 # Parts of a stored run that describe the run that made it, not the forecast.
 RUN_TIMINGS = ("fit_seconds", "backtest_seconds", "predict_seconds")
-# Where a run is kept in the registry (generation id, horizon, price key, state version):
-# its bulk stays there and the combiner reads it by this key (predictions.results).
-STORED_RUN = results.STORED_RUN
 
 
 def model_run(
@@ -291,8 +283,3 @@ def _reused(stored: dict[str, Any], generation: Any, key: tuple[int, str, int]) 
         "run": "stored",
     }
     return payload
-
-
-def sentiment(symbol: str) -> dict[str, Any]:
-    summary = gather_sentiment(symbol, mention_providers(), limit=settings.MENTION_LIMIT)
-    return summary.to_dict()

@@ -15,11 +15,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from predictions.evaluation.walkforward import OutOfSample, Windows
-from predictions.forecasting.backtest import HOLDOUT, STEP
-from predictions.forecasting.calibration import INTERVAL_LEVEL, pooled_offsets
-from predictions.forecasting.catalog import BASELINE
-from predictions.forecasting.weighting import inverse_error_weights
+from forecasting.backtest import HOLDOUT, STEP
+from forecasting.calibration import INTERVAL_LEVEL, pooled_offsets
+from forecasting.catalog import BASELINE
+from forecasting.evaluation.walkforward import OutOfSample, Windows
+from forecasting.weighting import inverse_error_weights
 
 LEVELS = (0.5, 0.6, 0.7, 0.8, 0.9, 0.95)  # nominal levels of the reliability diagram
 MIN_ORIGINS = 20  # a trailing backtest with fewer step-1 origins is not replayed

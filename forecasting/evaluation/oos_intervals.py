@@ -10,10 +10,10 @@ from typing import Any
 
 import numpy as np
 
-from predictions.evaluation.combiner_replay import LEGACY, LEVELS, LIVE, Replay
-from predictions.evaluation.runs import SymbolRuns
-from predictions.evaluation.significance import dependence_length, mean_interval
-from predictions.forecasting.calibration import INTERVAL_LEVEL, band, conformal_scale, needed_scale
+from forecasting.calibration import INTERVAL_LEVEL, band, conformal_scale, needed_scale
+from forecasting.evaluation.combiner_replay import LEGACY, LEVELS, LIVE, Replay
+from forecasting.evaluation.runs import SymbolRuns
+from forecasting.evaluation.significance import dependence_length, mean_interval
 
 
 def _band80(rep: Replay, scale: float, level: float = INTERVAL_LEVEL) -> tuple[np.ndarray, ...]:

@@ -7,15 +7,15 @@ chooses the band on the tune window, and scores everything on the test window. T
 held out for `make -C lab replay`, and the tables record the last date each symbol's evaluation
 saw. Writes tables (Markdown), the raw numbers (JSON) and plots (PNG) to ``--out``.
 
-    python -m predictions.evaluation.evaluate            # everything, to var/evaluation/, ~2-3 min
-    python -m predictions.evaluation.evaluate --quick    # AAPL and ^GSPC, no TensorFlow, ~30 s
-    python -m predictions.evaluation.evaluate --adopt var/evaluation   # the service takes that run
+    python -m forecasting.evaluation.evaluate            # everything, to var/evaluation/, ~2-3 min
+    python -m forecasting.evaluation.evaluate --quick    # AAPL and ^GSPC, no TensorFlow, ~30 s
+    python -m forecasting.evaluation.evaluate --adopt var/evaluation   # the service takes that run
 
 Evaluating is not adopting. A run writes only under ``--out`` (var/evaluation/ by
 default): its report, tables, plots and the calibration.json and scorecard.json it would
 give the service. ``--adopt DIR`` (``make adopt-evaluation``) is the separate, explicit
 step that copies a full run's tables to where the live combiner and the API read them
-(predictions/forecasting/), its plots to docs/evaluation/ and its tables into
+(forecasting/), its plots to docs/evaluation/ and its tables into
 docs/evaluation.md; the copied files name the run (date, commit, machine, the digest of
 its results.json).
 """
@@ -33,21 +33,21 @@ import time
 from pathlib import Path
 from typing import Any
 
-from marketdata.prices import SAMPLE_SYMBOLS, PriceHistory, load_sample
-from predictions.evaluation import plots as evaluation_plots
-from predictions.evaluation import tables as evaluation_tables
-from predictions.evaluation.nested import (
+from forecasting.calibration import TABLE_PATH
+from forecasting.catalog import DEFAULT_MODELS, MODEL_NAMES, get_spec
+from forecasting.evaluation import plots as evaluation_plots
+from forecasting.evaluation import tables as evaluation_tables
+from forecasting.evaluation.nested import (
     HORIZONS,
     calibration_from,
     evaluate,
     run_models,
     seen_until,
 )
-from predictions.evaluation.runs import SymbolRuns
-from predictions.forecasting.calibration import TABLE_PATH
-from predictions.forecasting.catalog import DEFAULT_MODELS, MODEL_NAMES, get_spec
-from predictions.forecasting.range_variance import Bars
-from predictions.forecasting.scorecard import SCORECARD_PATH, scorecard_from
+from forecasting.evaluation.runs import SymbolRuns
+from forecasting.range_variance import Bars
+from forecasting.scorecard import SCORECARD_PATH, scorecard_from
+from marketdata.prices import SAMPLE_SYMBOLS, PriceHistory, load_sample
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "lab" / "records" / "evaluation"
@@ -165,7 +165,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
         return {}
     started = time.monotonic()
     if any(get_spec(name).benefits_from_gpu for name in args.models):
-        from predictions.forecasting.warmup import warm_up_models  # TensorFlow only if needed
+        from forecasting.warmup import warm_up_models  # TensorFlow only if needed
 
         warm_up_models(args.models)
     series = []
@@ -189,7 +189,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     report["run"] = {
         "command": "make evaluate"
         if args.full
-        else "python -m predictions.evaluation.evaluate "
+        else "python -m forecasting.evaluation.evaluate "
         + " ".join(f"--{k}" for k in ("quick",) if getattr(args, k))
         + ("" if args.full else " --models " + " ".join(args.models)),
         "full": args.full,

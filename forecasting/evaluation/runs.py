@@ -12,16 +12,16 @@ from typing import Any
 
 import numpy as np
 
-from predictions.evaluation.combiner_replay import LEGACY, LIVE, Replay, replay
-from predictions.evaluation.walkforward import (
+from forecasting.catalog import BASELINE
+from forecasting.evaluation.combiner_replay import LEGACY, LIVE, Replay, replay
+from forecasting.evaluation.walkforward import (
     OutOfSample,
     Windows,
     out_of_sample,
     plan_windows,
     realized,
 )
-from predictions.forecasting.catalog import BASELINE
-from predictions.forecasting.range_variance import Bars
+from forecasting.range_variance import Bars
 
 HORIZONS = (1, 5, 20)
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from predictions.evaluation.significance import diebold_mariano
+from forecasting.evaluation.significance import diebold_mariano
 
 
 def hac_lag(n: int, horizon: int) -> int:
