@@ -32,7 +32,7 @@ from api.serializers import (
     PredictionSummarySerializer,
 )
 from api.throttles import client_key
-from api.waiting import wait_slot
+from api.wait_slots import wait_slot
 from marketdata.prices.sample import SamplePriceProvider
 from marketdata.symbols import InvalidSymbol, normalize_symbol
 from predictions import awaiting, final, gate, rate_limits

@@ -42,7 +42,7 @@ class _Clock:
     def __init__(self, stage: str) -> None:
         self.stage, self.started_at = stage, time.time()
 
-    def finish(self, outcome: str = "ok", detail: str | None = None) -> StageRecord:
+    def stop(self, outcome: str = "ok", detail: str | None = None) -> StageRecord:
         now = time.time()
         return {
             "stage": self.stage,
@@ -111,19 +111,17 @@ class Bench:
         clock = _Clock("prices")
         history = inputs.fetch_history(self.symbol)
         request.price_key = price_store.save(history)
-        prices_stage = clock.finish()
+        prices_stage = clock.stop()
         parts = []
         for name in self.models:
             clock = _Clock(f"model:{name}")
             parts.append(
-                {**answering.model_run(name, history, self.horizon), "stage": clock.finish()}
+                {**answering.model_run(name, history, self.horizon), "stage": clock.stop()}
             )
         clock = _Clock("sentiment")
         summary = inputs.sentiment(self.symbol)
-        parts.append(
-            {"kind": "sentiment", "ok": True, "sentiment": summary, "stage": clock.finish()}
-        )
-        result = results.assemble(request, parts, prices_stage, _Clock("combine").finish)
+        parts.append({"kind": "sentiment", "ok": True, "sentiment": summary, "stage": clock.stop()})
+        result = results.assemble(request, parts, prices_stage, _Clock("combine").stop)
         final.finish(request, result)
         return (time.perf_counter() - start) * 1000
 
@@ -140,7 +138,7 @@ class Bench:
         from predictions.strategies import strategy_for
 
         request = self._request(strategy="chord", status="running", price_key=self.price_key)
-        stage = _Clock("prices").finish()
+        stage = _Clock("prices").stop()
         start = time.perf_counter()
         strategy_for("chord").after_prices(request, self.price_key, stage)
         self._wait_done(str(request.id))

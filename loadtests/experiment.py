@@ -35,8 +35,8 @@ from typing import Any
 from devstack.supervisor import Interrupted, Supervisor, handle_signals
 from loadtests import collect, load
 from loadtests.deployment import ROOT, TRAIN_WHEN_COLD, Deployment, Setup, migrated_template
+from loadtests.goal_checks import evaluate as evaluate_targets
 from loadtests.report import write_experiment
-from loadtests.targets import evaluate as evaluate_targets
 from loadtests.workload import Workload, parse_mix
 
 REPORTS = ROOT / "loadtests" / "reports"

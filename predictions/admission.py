@@ -207,7 +207,7 @@ def fair_share(limit: int, clients: int) -> int:
 
 def equal_share(limit: int, clients: int, most: int) -> int:
     """An equal part of `limit` among `clients` clients, at least one and at most `most`:
-    the rule of admission places and of `?wait` slots (api/waiting.py)."""
+    the rule of admission places and of `?wait` slots (api/wait_slots.py)."""
     return max(1, min(most, limit // max(1, clients)))
 
 

@@ -49,7 +49,7 @@ def model_part(
         log.exception("model %s failed for %s", name, request_id)
         run = {"model": name, "ok": False, "error": f"{name} failed: {exc}"}
     run = faults.injected(name, history, run)
-    run["stage"] = clock.finish("ok" if run["ok"] else "error", run.get("error"))
+    run["stage"] = clock.stop("ok" if run["ok"] else "error", run.get("error"))
     return results.travelling(run)  # type: ignore[return-value]
 
 
@@ -70,7 +70,7 @@ def stored_model_part(
     if run is None:
         return None
     run = faults.injected(name, history, run)
-    run["stage"] = clock.finish("ok", "the registry's stored run", publish=False)
+    run["stage"] = clock.stop("ok", "the registry's stored run", publish=False)
     return results.travelling(run)  # type: ignore[return-value]
 
 
@@ -94,7 +94,7 @@ def sentiment_part(
     except Exception as exc:  # a missing sentiment must not lose the prediction
         log.exception("sentiment failed for %s", request_id)
         outcome = {"kind": "sentiment", "ok": False, "error": f"sentiment unavailable: {exc}"}
-    outcome["stage"] = clock.finish(
+    outcome["stage"] = clock.stop(
         "ok" if outcome["ok"] else "error", outcome.get("error"), publish=not on_its_way
     )
     return outcome  # type: ignore[return-value]
@@ -107,21 +107,21 @@ def in_model_order(done: list[Part]) -> list[Part]:
     return sorted(done, key=lambda part: order.get(part.get("model", ""), len(order)))
 
 
-def finish(
+def combine(
     task: Task,
     request: PredictionRequest,
     parts: list[Part],
     prices_stage: StageRecord,
     extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """Assemble the result and mark the request done, or failed with the reason: a request
-    always reaches a final state."""
+    """The combine stage: assemble the result and end the request (`final.finish`), or fail
+    it with the reason: a request always reaches a final state."""
     clock = StageClock(task, "combine", str(request.id))
     try:
-        result = results.assemble(request, parts, prices_stage, lambda: clock.finish("ok"))
+        result = results.assemble(request, parts, prices_stage, lambda: clock.stop("ok"))
     except Exception as exc:
         log.exception("combine failed for %s", request.id)
-        clock.finish("error", str(exc))
+        clock.stop("error", str(exc))
         final.fail(request, f"Could not combine the forecasts: {exc}")
         return {"ok": False, "error": str(exc)}
     result.update(extra or {})

@@ -24,7 +24,7 @@ def _route_reason(task: Task) -> str | None:
 
 
 class StageClock:
-    """Started when a stage begins; `finish()` records where and how long it ran."""
+    """Started when a stage begins; `stop()` records where and how long it ran."""
 
     def __init__(self, task: Task, stage: str, request_id: str, touch: bool = True) -> None:
         """`touch`: tell the sweeper the request is alive now (a stage that may run long);
@@ -36,7 +36,7 @@ class StageClock:
         if touch:
             progress.touch(request_id)
 
-    def finish(
+    def stop(
         self, outcome: str = "ok", detail: str | None = None, publish: bool = True
     ) -> StageRecord:
         """The stage's record, kept and published now unless `publish` is off (the caller

@@ -117,5 +117,5 @@ def combine_at_objective(
     progress.record_stages(str(request.id), [dict(part["stage"]) for part in stand_ins])
     log.info("answering %s without %s (late)", request.id, ", ".join(late))
     done = parts.in_model_order([*earlier, *arrived, *stand_ins])
-    finished = parts.finish(task, request, done, prices_stage, {"late": late})
+    finished = parts.combine(task, request, done, prices_stage, {"late": late})
     return {**finished, "late": late}

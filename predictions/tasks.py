@@ -46,7 +46,7 @@ def fetch_prices(self: Any, request_id: str) -> dict[str, Any] | None:
     try:
         history = inputs.fetch_history(request.symbol)
     except (PriceDataError, SoftTimeLimitExceeded) as exc:
-        stage = clock.finish("error", str(exc))
+        stage = clock.stop("error", str(exc))
         final.fail(request, f"Price data unavailable: {exc}")
         return {"ok": False, "error": str(exc), "stage": stage}
     key = price_store.save(history)
@@ -54,7 +54,7 @@ def fetch_prices(self: Any, request_id: str) -> dict[str, Any] | None:
         price_key=key, data_source=history.source, last_bar_date=history.last_bar_date
     )
     # Published by the strategy, with the stages it answers on its way (one event).
-    stage = clock.finish("ok", f"{len(history)} bars from {history.source}", publish=False)
+    stage = clock.stop("ok", f"{len(history)} bars from {history.source}", publish=False)
     strategy_for(request.strategy).after_prices(request, key, stage, coordinator=self)
     return {"ok": True, "price_key": key, "stage": stage}
 
@@ -86,7 +86,7 @@ def combine_results(
     request = _load_request(request_id)
     if request is None:
         return None
-    return parts.finish(self, request, parts.in_model_order([*(earlier or []), *done]),
+    return parts.combine(self, request, parts.in_model_order([*(earlier or []), *done]),
                         prices_stage)  # fmt: skip
 
 
@@ -157,5 +157,5 @@ def cascade_finish(
     request = _load_request(request_id)
     if request is None:
         return None
-    finished = parts.finish(self, request, [*earlier, *done], prices_stage, {"cascade": cascade})
+    finished = parts.combine(self, request, [*earlier, *done], prices_stage, {"cascade": cascade})
     return {**finished, "escalated": True}

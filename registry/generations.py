@@ -31,7 +31,7 @@ from typing import Any
 from django.db import transaction
 
 from forecasting import promotion
-from forecasting.health import band_sigma
+from forecasting.degradation import band_sigma
 from predictions import answer_cache
 from predictions.models import ForecastRecord, ForecastScore, GenerationEvent, ModelGeneration
 

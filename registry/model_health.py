@@ -4,7 +4,7 @@ does, and the watch on the band itself.
 Each scoring run looks again at the symbol's models (`evaluate`): one scored step per
 market day (step 1 of the shortest horizon recorded, so steps do not overlap), each
 model's absolute log error against the median of the others' on the same day, in units of
-that day's σ (`forecasting.health`). σ is read from the band the forecast of
+that day's σ (`forecasting.degradation`). σ is read from the band the forecast of
 record served: half the log width of its step 1, `log(upper[0] / lower[0]) / 2`, divided
 by the half-widths per σ of the served band (the calibrated stretch q of a volatility band,
 `path * exp(+-q σ)`), since the detector's null is in σ. An alarm demotes the model: from
@@ -26,7 +26,7 @@ from typing import Any
 from django.utils import timezone
 
 from forecasting.calibration import load_calibration
-from forecasting.health import (
+from forecasting.degradation import (
     BAND_MARGIN,
     NULL_MEAN,
     PEER_WINDOW,

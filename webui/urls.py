@@ -1,6 +1,6 @@
 from django.urls import path
 
-from webui import dashboard, health_probes, metrics, views
+from webui import dashboard, metrics, probes, views
 
 urlpatterns = [
     path("", views.index, name="index"),
@@ -8,6 +8,6 @@ urlpatterns = [
     path("dashboard/", dashboard.dashboard, name="dashboard"),
     path("loadtest/", dashboard.loadtest, name="loadtest"),
     path("metrics", metrics.metrics_view, name="metrics"),
-    path("healthz", health_probes.healthz, name="healthz"),
-    path("readyz", health_probes.readyz, name="readyz"),
+    path("healthz", probes.healthz, name="healthz"),
+    path("readyz", probes.readyz, name="readyz"),
 ]

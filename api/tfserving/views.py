@@ -21,7 +21,7 @@ from api.tfserving import body as tfbody
 from api.tfserving.outputs import ENSEMBLE, ENSEMBLE_VERSION, NotServable, member, output
 from api.tfserving.status import model_versions, signature
 from api.throttles import client_key
-from api.waiting import wait_slot
+from api.wait_slots import wait_slot
 from plumbing import json_body
 from predictions import awaiting, gate
 from predictions.gate import Client, Question

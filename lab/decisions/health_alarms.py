@@ -1,7 +1,7 @@
 """Model health measured on years that chose nothing: false alarms and detection delay of
 the e-detector the service runs.
 
-The detector (`forecasting.health`) watches one gap per (symbol, model) and
+The detector (`forecasting.degradation`) watches one gap per (symbol, model) and
 day: the model's absolute 1-day log error minus the median of its peers', in units of the
 served band's σ(t). Here it runs over the daily out-of-sample errors of the light models
 on the offline sample (`lab.decisions.daily`), restarted after every alarm (as a
@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from forecasting import health
+from forecasting import degradation
 from lab.decisions.daily import (
     CACHE_DIR,
     MODELS,
@@ -73,10 +73,10 @@ class Series:
         hi = len(self.own) if hi is None else hi
         shift = math.log1p(bias)
         own = [e + shift if i >= start else e for i, e in enumerate(self.own[lo:hi], lo)]
-        gaps = health.peer_gaps(own, self.peers[lo:hi])
+        gaps = degradation.peer_gaps(own, self.peers[lo:hi])
         if self.sigma is None:
             return gaps
-        return health.scaled(gaps, self.sigma[lo:hi])[0]
+        return degradation.scaled(gaps, self.sigma[lo:hi])[0]
 
 
 def series_of(errors: DailyErrors, keep: np.ndarray, scaled: bool) -> list[Series]:
@@ -100,8 +100,8 @@ class Trace:
     armed: list[bool]  # tested days (every day for the e-detector)
 
 
-def trace(gaps: Sequence[float], detector: health.Detector = health.GAPS) -> Trace:
-    """`health.detect`, started afresh the day after each alarm."""
+def trace(gaps: Sequence[float], detector: degradation.Detector = degradation.GAPS) -> Trace:
+    """`degradation.detect`, started afresh the day after each alarm."""
     state, states, alarms = detector.start(), [], []
     for i, gap in enumerate(gaps):
         state = detector.step(state, gap)
@@ -118,7 +118,7 @@ def first_alarm(
     bias: float,
     start: int,
     follow: int,
-    detector: health.Detector = health.GAPS,
+    detector: degradation.Detector = degradation.GAPS,
 ) -> int | None:
     """Trading days from a fault at `start` to the first alarm (1: on its first day), or
     None when none comes within `follow` days. Before `start` the run is the healthy one."""
@@ -266,7 +266,7 @@ def run(
         return out
 
     tuning, held_out = period(True), period(False)
-    clipped = [min(max(g, health.LOW), health.HIGH) for s in tuning for g in s.gaps()]
+    clipped = [min(max(g, degradation.LOW), degradation.HIGH) for s in tuning for g in s.gaps()]
     args = (biases, start_every, follow, bootstraps, seed)
     return {
         "symbols": list(symbols),
@@ -276,11 +276,11 @@ def run(
         "spans": _spans(errors),
         "goal": GOAL,
         "detector": {
-            "null_mean": health.NULL_MEAN,
-            "clip": [health.LOW, health.HIGH],
-            "bets": list(health.BETS),
-            "threshold": health.THRESHOLD,
-            "guaranteed_rate": TRADING_DAYS / health.THRESHOLD,
+            "null_mean": degradation.NULL_MEAN,
+            "clip": [degradation.LOW, degradation.HIGH],
+            "bets": list(degradation.BETS),
+            "threshold": degradation.THRESHOLD,
+            "guaranteed_rate": TRADING_DAYS / degradation.THRESHOLD,
         },
         "tuning": {"mean_clipped_gap": float(np.mean(clipped)) if clipped else None},
         "held_out": measure(held_out, *args),

@@ -136,11 +136,11 @@ def decide(
         settings.CASCADE_MAX_MASE,
     )
     outcome = "escalate" if decision.escalate else "answer"
-    stage = clock.finish("ok", f"{outcome}: {decision.reason}")
+    stage = clock.stop("ok", f"{outcome}: {decision.reason}")
     earlier: list[Part] = [*cheap_parts, {"kind": "cascade", "stage": stage}]
     if not decision.escalate:
         summary = {"cascade": decision.summary()}
-        return {**parts.finish(task, request, earlier, prices_stage, summary), "escalated": False}
+        return {**parts.combine(task, request, earlier, prices_stage, summary), "escalated": False}
     header = [signatures.model_task(request, name, price_key) for name in deep]
     body = signatures.callback(
         signatures.CASCADE_FINISH,

@@ -35,7 +35,7 @@ def run(task: Task, request: PredictionRequest) -> dict[str, Any]:
     try:
         history = inputs.fetch_history(request.symbol)
     except (PriceDataError, SoftTimeLimitExceeded) as exc:
-        clock.finish("error", str(exc))
+        clock.stop("error", str(exc))
         final.fail(request, f"Price data unavailable: {exc}")
         return {"ok": False, "error": str(exc)}
     request.price_key = price_store.save(history)
@@ -44,7 +44,7 @@ def run(task: Task, request: PredictionRequest) -> dict[str, Any]:
         data_source=history.source,
         last_bar_date=history.last_bar_date,
     )
-    prices_stage = clock.finish("ok", f"{len(history)} bars from {history.source}")
+    prices_stage = clock.stop("ok", f"{len(history)} bars from {history.source}")
     try:
         done: list[Part] = [
             parts.model_part(
@@ -56,4 +56,4 @@ def run(task: Task, request: PredictionRequest) -> dict[str, Any]:
     except SoftTimeLimitExceeded:
         final.fail(request, "The centralized pipeline ran past its time limit.")
         return {"ok": False, "error": "time limit"}
-    return parts.finish(task, request, done, prices_stage)
+    return parts.combine(task, request, done, prices_stage)

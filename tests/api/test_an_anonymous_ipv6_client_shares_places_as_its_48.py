@@ -9,7 +9,7 @@ from contextlib import ExitStack
 
 import pytest
 
-from api import waiting
+from api import wait_slots
 from predictions import admission
 from predictions.models import PredictionRequest
 from predictions.rate_limits import pool_key
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.django_db
 
 @pytest.fixture(autouse=True)
 def _nobody_waited_before(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(waiting, "_asking", {})
+    monkeypatch.setattr(wait_slots, "_asking", {})
 
 
 def test_the_pool_key_is_an_ipv6_48_and_an_ipv4_address():
@@ -66,8 +66,8 @@ def test_wait_slots_count_a_48(settings):
     settings.PREDICTION_MAX_WAITERS = 4  # alone: two
     with ExitStack() as stack:
         for n in (1, 2):
-            assert stack.enter_context(waiting.wait_slot(f"anon:2001:db8:7:{n}::/64"))
-        with waiting.wait_slot("anon:2001:db8:7:3::/64") as refused:
+            assert stack.enter_context(wait_slots.wait_slot(f"anon:2001:db8:7:{n}::/64"))
+        with wait_slots.wait_slot("anon:2001:db8:7:3::/64") as refused:
             assert not refused  # the /48's two
             assert refused.reason.startswith("You already hold 2 waiting requests")
-        assert stack.enter_context(waiting.wait_slot("anon:2001:db8:8:1::/64"))
+        assert stack.enter_context(wait_slots.wait_slot("anon:2001:db8:8:1::/64"))

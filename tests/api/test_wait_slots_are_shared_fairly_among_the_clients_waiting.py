@@ -12,7 +12,7 @@ import pytest
 from django.db import connection
 from rest_framework.test import APIClient
 
-from api import waiting
+from api import wait_slots
 from predictions.models import PredictionRequest
 from tests.support.waiting import eventually
 
@@ -22,24 +22,24 @@ URL = "/api/v1/predictions/"
 @pytest.fixture(autouse=True)
 def _nobody_asked_before(monkeypatch: pytest.MonkeyPatch) -> None:
     """This process's refused clients of other tests do not count here (nor ours there)."""
-    monkeypatch.setattr(waiting, "_asking", {})
+    monkeypatch.setattr(wait_slots, "_asking", {})
 
 
 def hold(stack: ExitStack, client: str, slots: int) -> None:
     for _ in range(slots):
-        assert stack.enter_context(waiting.wait_slot(client)), f"{client} was refused"
+        assert stack.enter_context(wait_slots.wait_slot(client)), f"{client} was refused"
 
 
 def test_alone_a_client_holds_half_and_a_second_client_the_other_half(settings):
     settings.PREDICTION_MAX_WAITERS = 6
     with ExitStack() as stack:
         hold(stack, "anon:a", 3)
-        with waiting.wait_slot("anon:a") as refused:
+        with wait_slots.wait_slot("anon:a") as refused:
             assert not refused
             assert refused.reason.startswith("You already hold 3 waiting requests")
         hold(stack, "anon:b", 3)  # two clients: three each
-        assert waiting.held() == 6
-    assert waiting.held() == 0
+        assert wait_slots.held() == 6
+    assert wait_slots.held() == 0
 
 
 def test_a_newcomer_gets_the_slots_that_drain_and_the_others_keep_their_share(settings):
@@ -47,18 +47,18 @@ def test_a_newcomer_gets_the_slots_that_drain_and_the_others_keep_their_share(se
     with ExitStack() as a_stack, ExitStack() as b_stack:
         hold(a_stack, "anon:a", 3)
         hold(b_stack, "anon:b", 3)
-        with waiting.wait_slot("anon:c") as full:
+        with wait_slots.wait_slot("anon:c") as full:
             assert not full and full.reason.startswith("Too many clients are waiting")
         a_stack.close()  # a's three end; the newcomer is still counted as waiting
         hold(a_stack, "anon:a", 2)  # three clients: two each
-        with waiting.wait_slot("anon:a") as over:
+        with wait_slots.wait_slot("anon:a") as over:
             assert not over
             assert "You already hold 2 waiting requests" in over.reason
             assert "3" not in over.reason  # nobody else's numbers
         with ExitStack() as c_stack:
             hold(c_stack, "anon:c", 1)
-            assert waiting.held() == 6
-            with waiting.wait_slot("anon:c") as none_left:
+            assert wait_slots.held() == 6
+            with wait_slots.wait_slot("anon:c") as none_left:
                 assert not none_left  # its share is two, but every slot is taken
 
 
@@ -77,7 +77,7 @@ def test_over_its_share_a_client_is_told_its_own_count_through_the_api(settings)
 
         threads.append(threading.Thread(target=run))
         threads[-1].start()
-    eventually(lambda: waiting.held() >= 2, what="two waits starting", interval=0.01)
+    eventually(lambda: wait_slots.held() >= 2, what="two waits starting", interval=0.01)
     greedy = APIClient().get(url, REMOTE_ADDR="10.0.0.1")
     other = APIClient().get(f"{URL}{request.id}/?wait=0.1", REMOTE_ADDR="10.0.0.2")
     for thread in threads:

@@ -9,12 +9,12 @@ from contextlib import ExitStack
 
 import pytest
 
-from api import waiting
+from api import wait_slots
 
 
 @pytest.fixture(autouse=True)
 def _nobody_asked_before(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(waiting, "_asking", {})
+    monkeypatch.setattr(wait_slots, "_asking", {})
 
 
 @pytest.fixture
@@ -25,34 +25,34 @@ def four_slots(settings):
 
 def hold(stack: ExitStack, client: str, slots: int) -> None:
     for _ in range(slots):
-        assert stack.enter_context(waiting.wait_slot(client)), f"{client} was refused"
+        assert stack.enter_context(wait_slots.wait_slot(client)), f"{client} was refused"
 
 
 def test_anonymous_clients_alone_hold_every_slot(four_slots):
     with ExitStack() as stack:
         hold(stack, "anon:2001:db8:1::/64", 2)
         hold(stack, "anon:2001:db8:2::/64", 2)
-        assert waiting.held() == 4
+        assert wait_slots.held() == 4
 
 
 def test_beside_an_identified_client_the_pool_holds_its_share(four_slots):
     with ExitStack() as stack:
         hold(stack, "user:1", 1)
         hold(stack, "anon:2001:db8:1::/64", 2)  # the pool's two
-        with waiting.wait_slot("anon:2001:db8:2::/64") as refused:
+        with wait_slots.wait_slot("anon:2001:db8:2::/64") as refused:
             assert not refused  # one slot is free, but not the pool's
         hold(stack, "user:1", 1)  # two clients: two each
-        assert waiting.held() == 4
+        assert wait_slots.held() == 4
 
 
 def test_an_identified_client_refused_by_a_full_process_gets_the_slots_that_end(four_slots):
     with ExitStack() as first, ExitStack() as second:
         hold(first, "anon:2001:db8:1::/64", 2)
         hold(second, "anon:2001:db8:2::/64", 2)
-        with waiting.wait_slot("user:1") as full:
+        with wait_slots.wait_slot("user:1") as full:
             assert not full and full.reason.startswith("Too many clients are waiting")
         second.close()  # two anonymous waits end: the pool holds its share, two
-        with waiting.wait_slot("anon:2001:db8:2::/64") as kept:
+        with wait_slots.wait_slot("anon:2001:db8:2::/64") as kept:
             assert not kept  # two slots are free, kept for the client that was refused
         hold(first, "user:1", 2)  # it comes back: in at once
-        assert waiting.held() == 4
+        assert wait_slots.held() == 4

@@ -8,7 +8,7 @@ import pytest
 from django.db import connection
 from rest_framework.test import APIClient
 
-from api import waiting
+from api import wait_slots
 from predictions.models import PredictionRequest
 from tests.support.waiting import eventually
 
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 def until_held(slots: int) -> None:
     """Until this process holds that many ?wait slots (a thread is inside its wait)."""
-    eventually(lambda: waiting.held() >= slots, what=f"{slots} waits starting", interval=0.01)
+    eventually(lambda: wait_slots.held() >= slots, what=f"{slots} waits starting", interval=0.01)
 
 
 def hold(url: str, address: str, started: threading.Event) -> threading.Thread:

@@ -7,7 +7,7 @@ import statistics
 
 import pytest
 
-from forecasting.health import detect, peer_gaps, scaled
+from forecasting.degradation import detect, peer_gaps, scaled
 from tests.forecasting.peer_errors import peer_errors
 
 FAULT = 100  # the day the watched model's forecasts turn biased

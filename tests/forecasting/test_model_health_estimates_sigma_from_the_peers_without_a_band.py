@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from forecasting.health import peer_sigmas, scaled
+from forecasting.degradation import peer_sigmas, scaled
 
 
 def test_a_day_without_sigma_uses_the_typical_sigma():

@@ -3,7 +3,7 @@ storm that multiplies every error, raises no more alarms than healthy noise."""
 
 from __future__ import annotations
 
-from forecasting.health import detect, peer_gaps, scaled
+from forecasting.degradation import detect, peer_gaps, scaled
 from tests.forecasting.peer_errors import peer_errors
 
 SEEDS = range(100)

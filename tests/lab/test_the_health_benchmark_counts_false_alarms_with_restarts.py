@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from forecasting import health
+from forecasting import degradation
 from lab.decisions.health_alarms import Series, false_alarms, poisson_interval, trace
 from tests.forecasting.peer_errors import peer_errors
 
@@ -31,9 +31,9 @@ def series(seed, days=600):
     return Series("X", "m", dates, own, peers, sigmas)
 
 
-@pytest.mark.parametrize("threshold", [20.0, 200.0, health.THRESHOLD])
+@pytest.mark.parametrize("threshold", [20.0, 200.0, degradation.THRESHOLD])
 def test_restarts_match_the_live_detector_called_again(threshold):
-    detector = health.Detector(threshold=threshold)
+    detector = degradation.Detector(threshold=threshold)
     for seed in range(10):
         gaps = series(seed).gaps()
         assert trace(gaps, detector).alarms == restarted(gaps, detector)

@@ -8,12 +8,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from forecasting import health
+from forecasting import degradation
 from lab.decisions.health_alarms import Series, delay_summary, first_alarm, trace
 from tests.forecasting.peer_errors import peer_errors
 
 FOLLOW = 60
-TIGHT = health.Detector(threshold=30.0)  # alarms often enough to exercise the restarts
+TIGHT = degradation.Detector(threshold=30.0)  # alarms often enough to exercise the restarts
 
 
 def brute_force(s, bias, start, detector):
@@ -30,7 +30,7 @@ def brute_force(s, bias, start, detector):
 
 
 @pytest.mark.parametrize("bias", [0.005, 0.03])
-@pytest.mark.parametrize("detector", [health.GAPS, TIGHT], ids=["served", "tight"])
+@pytest.mark.parametrize("detector", [degradation.GAPS, TIGHT], ids=["served", "tight"])
 def test_resuming_at_the_fault_matches_a_rerun_from_scratch(bias, detector):
     for seed in range(4):
         own, peers, sigmas = peer_errors(300, seed, bias=lambda day: 0.004 * (day % 90 > 80))
@@ -44,8 +44,8 @@ def test_resuming_at_the_fault_matches_a_rerun_from_scratch(bias, detector):
 def test_a_gross_fault_is_caught_after_the_fewest_days_the_clip_allows():
     # Each day multiplies R by at most 1 + 1.8 * (3 - 0.05) = 6.3 on the largest bet, whose
     # third of the mixture must reach 3 * 1,260: the fifth day from R = 0 ...
-    assert health.detect([3.0] * 10).alarm_at == 4
-    assert health.detect([100.0] * 4).healthy  # however wild the days
+    assert degradation.detect([3.0] * 10).alarm_at == 4
+    assert degradation.detect([100.0] * 4).healthy  # however wild the days
     # ... and the fourth from a healthy run, whose R rests near (1 - b * 0.05) / (b * 0.05).
     own, peers, sigmas = peer_errors(200, 0)
     s = Series("X", "m", np.arange(200), own, peers, sigmas)

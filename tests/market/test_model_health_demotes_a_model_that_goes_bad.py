@@ -13,7 +13,7 @@ from datetime import date
 
 import pytest
 
-from forecasting.health import detect, peer_gaps
+from forecasting.degradation import detect, peer_gaps
 from predictions.models import ModelHealth
 from registry import model_health
 from tests.support.api import predict_cold

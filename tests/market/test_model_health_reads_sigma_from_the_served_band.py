@@ -10,7 +10,7 @@ from datetime import date, timedelta
 
 import pytest
 
-from forecasting.health import band_sigma
+from forecasting.degradation import band_sigma
 from predictions.models import ForecastRecord, ForecastScore, ModelHealth
 from registry import model_health
 from tests.forecasting.peer_errors import peer_errors

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from loadtests.targets import evaluate
+from loadtests.goal_checks import evaluate
 
 
 def config(
