@@ -27,6 +27,7 @@ run: setup  ## start Redis (unless REDIS_URL is set), web, workers, beat; Ctrl-C
 # The tests that lean on the database (constraints, the partial unique index, JSON fields,
 # connections under Celery and Channels), run again on a throwaway PostgreSQL cluster.
 POSTGRES_TESTS := tests/api tests/market tests/workers tests/webui \
+	tests/registry/test_a_database_from_before_the_move_keeps_every_row.py \
 	tests/integration/test_model_registry.py tests/integration/test_identical_requests_elect_one_leader.py \
 	tests/integration/test_lost_requests.py tests/integration/test_prediction_end_to_end.py
 # Each test file runs whole in one of TEST_PROCESSES pytest-xdist processes; every process

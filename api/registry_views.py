@@ -15,8 +15,8 @@ from api.errors import NotFoundError
 from forecasting import scorecard
 from forecasting.catalog import model_info
 from marketdata.symbols import InvalidSymbol, normalize_symbol
-from predictions.models import ModelGeneration
 from predictions.results import public_worker
+from registry.models import ModelGeneration
 
 FIELDS = (
     "generation",

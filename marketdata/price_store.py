@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import functools
 
+from marketdata.models import PriceSnapshot
 from marketdata.prices import PriceHistory
-from predictions.models import PriceSnapshot
 
 
 def save(history: PriceHistory) -> str:

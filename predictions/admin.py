@@ -1,6 +1,6 @@
 from django.contrib import admin
 
-from predictions.models import PredictionRequest, PriceSnapshot
+from predictions.models import PredictionRequest
 
 
 @admin.register(PredictionRequest)
@@ -9,9 +9,3 @@ class PredictionRequestAdmin(admin.ModelAdmin):
     list_filter = ("status", "strategy")
     search_fields = ("symbol", "id")
     readonly_fields = [f.name for f in PredictionRequest._meta.fields]
-
-
-@admin.register(PriceSnapshot)
-class PriceSnapshotAdmin(admin.ModelAdmin):
-    list_display = ("symbol", "source", "first_bar_date", "last_bar_date", "bars", "fetched_at")
-    exclude = ("data",)

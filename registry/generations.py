@@ -33,7 +33,8 @@ from django.db import transaction
 from forecasting import promotion
 from forecasting.degradation import band_sigma
 from predictions import answer_cache
-from predictions.models import ForecastRecord, ForecastScore, GenerationEvent, ModelGeneration
+from predictions.models import ForecastRecord, ForecastScore
+from registry.models import GenerationEvent, ModelGeneration
 
 log = logging.getLogger(__name__)
 SHADOW_SUFFIX = "~shadow"  # a shadow's member key in a forecast of record: "ridge~shadow"

@@ -38,7 +38,8 @@ from forecasting.degradation import (
     peer_sigmas,
     scaled,
 )
-from predictions.models import ForecastRecord, ForecastScore, ModelHealth
+from predictions.models import ForecastRecord, ForecastScore
+from registry.models import ModelHealth
 
 log = logging.getLogger(__name__)
 WINDOW_DAYS = 400  # scored days the test looks back over

@@ -12,8 +12,8 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.db.models import Q
 
-from predictions.models import ModelGeneration, StoredRun
 from registry import generations
+from registry.models import ModelGeneration, StoredRun
 
 log = logging.getLogger(__name__)
 RUNS_KEPT_IN_MEMORY = 256  # per process; a stored run is 5-40 KB of JSON

@@ -19,11 +19,12 @@ from django.conf import settings
 from redis.exceptions import RedisError
 
 from marketdata import price_store
+from marketdata.models import PriceSnapshot
 from marketdata.prices import PriceDataError, PriceHistory
 from marketdata.sources import price_chain
 from plumbing.redis_client import get_redis
 from predictions import signatures
-from predictions.models import ForecastRecord, PredictionRequest, PriceSnapshot
+from predictions.models import ForecastRecord, PredictionRequest
 from registry import answering, generations
 from workers import queue_routing
 

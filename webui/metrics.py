@@ -26,7 +26,7 @@ from prometheus_client.registry import Collector
 
 from plumbing import event_metrics
 from plumbing.redis_client import get_redis
-from predictions.models import ModelHealth
+from registry.models import ModelHealth
 from webui.events import system
 
 

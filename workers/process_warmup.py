@@ -57,8 +57,10 @@ def _warm_messaging_and_database() -> None:
     callback, its result): open both now, so the first task is not the one paying."""
     from django.db import connection
 
-    from predictions.models import ModelGeneration, PredictionRequest, PriceSnapshot, StoredRun
+    from marketdata.models import PriceSnapshot
+    from predictions.models import PredictionRequest
     from predictions.pipeline import warm_up_dispatch
+    from registry.models import ModelGeneration, StoredRun
 
     warm_up_dispatch()
     for model in (PredictionRequest, ModelGeneration, PriceSnapshot, StoredRun):

@@ -14,7 +14,7 @@ from django.conf import settings
 
 from api.tfserving.outputs import ENSEMBLE, ENSEMBLE_VERSION
 from forecasting.base import DEFAULT_HORIZON, MAX_HORIZON
-from predictions.models import ModelGeneration
+from registry.models import ModelGeneration
 from workers import presence
 
 OK = {"error_code": "OK", "error_message": ""}

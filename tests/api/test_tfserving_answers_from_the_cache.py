@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from predictions.models import ModelGeneration
+from registry.models import ModelGeneration
 from tests.support.api import finished_prediction
 
 pytestmark = pytest.mark.django_db

@@ -12,9 +12,9 @@ from django.test.utils import CaptureQueriesContext
 
 from marketdata.sources import price_chain
 from predictions import results
-from predictions.models import ModelGeneration
 from registry import answering
 from registry.model_registry import forget_runs
+from registry.models import ModelGeneration
 
 pytestmark = pytest.mark.django_db
 

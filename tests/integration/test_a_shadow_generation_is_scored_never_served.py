@@ -10,8 +10,9 @@ from datetime import date, timedelta
 import pytest
 
 from marketdata.sources import price_chain
-from predictions.models import ForecastRecord, ForecastScore, GenerationEvent, ModelGeneration
+from predictions.models import ForecastRecord, ForecastScore
 from registry import answering, generations
+from registry.models import GenerationEvent, ModelGeneration
 from tests.support.api import submit_and_wait
 from tests.support.waiting import eventually
 

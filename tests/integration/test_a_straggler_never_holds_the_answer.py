@@ -15,7 +15,8 @@ import pytest
 
 from plumbing.redis_client import get_redis
 from predictions import admission, progress
-from predictions.models import ModelGeneration, PredictionRequest, StoredRun
+from predictions.models import PredictionRequest
+from registry.models import ModelGeneration, StoredRun
 from tests.support.api import URL, wait_until_final
 from tests.support.processes import (
     WORKER_LOG,

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from marketdata.sources import price_chain
-from predictions.models import StoredRun
 from registry import answering
 from registry.model_registry import forget_runs
+from registry.models import StoredRun
 
 pytestmark = pytest.mark.django_db
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from predictions.models import ModelGeneration
+from registry.models import ModelGeneration
 from tests.support.api import submit_and_wait
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration]

@@ -14,8 +14,8 @@ from datetime import date
 import pytest
 
 from forecasting.degradation import detect, peer_gaps
-from predictions.models import ModelHealth
 from registry import model_health
+from registry.models import ModelHealth
 from tests.support.api import predict_cold
 
 SIGMA = 0.015  # the market's daily move

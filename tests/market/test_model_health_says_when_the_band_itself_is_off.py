@@ -10,8 +10,9 @@ from datetime import date, timedelta
 
 import pytest
 
-from predictions.models import ForecastRecord, ForecastScore, ModelHealth
+from predictions.models import ForecastRecord, ForecastScore
 from registry import model_health
+from registry.models import ModelHealth
 from tests.forecasting.peer_errors import peer_errors
 
 pytestmark = pytest.mark.django_db

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 
-from predictions.models import ModelGeneration
 from registry import generations
+from registry.models import ModelGeneration
 
 
 def two_generations(symbol: str = "IBM", model: str = "ridge") -> list[ModelGeneration]:

@@ -11,7 +11,8 @@ from channels.testing import WebsocketCommunicator
 
 from config.asgi import application
 from predictions import progress
-from predictions.models import ModelGeneration, PredictionRequest
+from predictions.models import PredictionRequest
+from registry.models import ModelGeneration
 from tests.support.live import make_user, run_async, session_for, ws_headers
 from webui.events.channel_groups import request_group
 

@@ -1,4 +1,9 @@
-"""The price store's rows: fetched bars, persisted once, passed between tasks by key."""
+"""Market data's tables: the price store's rows, fetched bars persisted once and passed
+between tasks by key.
+
+Moved from the predictions app without touching the database (marketdata/migrations/0001):
+the table keeps its name (``db_table``).
+"""
 
 from __future__ import annotations
 
@@ -19,6 +24,7 @@ class PriceSnapshot(models.Model):
     data = models.BinaryField()
 
     class Meta:
+        db_table = "predictions_pricesnapshot"
         ordering = ["-fetched_at"]
 
     def __str__(self) -> str:

@@ -1,5 +1,9 @@
-"""The model registry's rows: each model's generations per symbol, their stored runs,
-and every change of which generation serves."""
+"""The model registry's tables: each model's generations per symbol, their stored runs,
+every change of which generation serves, and each model's health verdict.
+
+Moved from the predictions app without touching the database (registry/migrations/0001):
+each keeps its table (``db_table``) and its constraint and index names.
+"""
 
 from __future__ import annotations
 
@@ -42,6 +46,7 @@ class ModelGeneration(models.Model):
     objects = ModelGenerationQuerySet.as_manager()
 
     class Meta:
+        db_table = "predictions_modelgeneration"
         ordering = ["symbol", "model", "-generation"]
         constraints = [
             models.UniqueConstraint(
@@ -70,6 +75,7 @@ class StoredRun(models.Model):
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
+        db_table = "predictions_storedrun"
         constraints = [
             models.UniqueConstraint(
                 fields=["generation", "horizon", "price_key", "state_version"],
@@ -107,8 +113,44 @@ class GenerationEvent(models.Model):
     recipe = models.CharField(max_length=32, blank=True, default="")  # the generation's
 
     class Meta:
+        db_table = "predictions_generationevent"
         ordering = ["-created_at", "-id"]
-        indexes = [models.Index(fields=["symbol", "model", "-created_at"])]
+        indexes = [
+            models.Index(
+                fields=["symbol", "model", "-created_at"], name="predictions_symbol_5d94c7_idx"
+            )
+        ]
 
     def __str__(self) -> str:
         return f"{self.symbol}/{self.model} generation {self.generation} {self.action}"
+
+
+class ModelHealth(models.Model):
+    """Whether a model's live forecasts for a symbol are trusted (registry/model_health.py).
+
+    Demoted on an alarm of the sequential test: the ensemble gives it no weight, the page,
+    the API, the dashboard and /metrics say why, and a retrain is queued. Demotion holds
+    until an operator reinstates the model (`manage.py model_health reinstate`).
+    """
+
+    OK, DEMOTED = "ok", "demoted"
+
+    symbol = models.CharField(max_length=16)
+    model = models.CharField(max_length=32)
+    state = models.CharField(max_length=16, default=OK)
+    reason = models.TextField(blank=True)
+    since = models.DateField(null=True, blank=True)  # the bar whose score raised the alarm
+    statistic = models.FloatField(default=0.0)  # the test's statistic at the last look
+    steps = models.PositiveIntegerField(default=0)  # scored steps the test has seen
+    # Only days from here on are tested (set on reinstatement: a fresh reference).
+    watching_from = models.DateField(null=True, blank=True)
+    updated_at = models.DateTimeField(default=timezone.now)
+
+    class Meta:
+        db_table = "predictions_modelhealth"
+        constraints = [
+            models.UniqueConstraint(fields=["symbol", "model"], name="one_health_per_model")
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.symbol}/{self.model} {self.state}"
