@@ -4,6 +4,9 @@ Every strategy runs its stages through these, so a model or the sentiment fails 
 way wherever it runs: as a result (`ok: False` with the error), never as an exception that
 would kill a chord or lose the prediction. Only a task's own time limit may end the whole
 task where one task runs several stages (`on_time_limit="raise"`).
+
+A chord's header task (`joined`) keeps its finished part with its stage record
+(`progress.record_part`): the latency objective answers from those (predictions/stragglers.py).
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ from celery.exceptions import SoftTimeLimitExceeded
 from django.conf import settings
 
 from marketdata.prices import PriceHistory
-from predictions import faults, final, inputs, results
+from predictions import faults, final, inputs, progress, results
 from predictions.models import PredictionRequest
 from predictions.results import ModelPart, Part, SentimentPart, StageRecord
 from predictions.stage_clock import StageClock
@@ -24,6 +27,7 @@ from registry import answering, shadows
 
 log = logging.getLogger(__name__)
 OnTimeLimit = Literal["report", "raise"]
+SENTIMENT = "sentiment"  # the sentiment's name among a chord's parts
 
 
 def model_part(
@@ -34,7 +38,9 @@ def model_part(
     horizon: int,
     warm_start: bool,
     on_time_limit: OnTimeLimit = "report",
+    joined: bool = False,
 ) -> ModelPart:
+    """`joined`: a chord's header task; its part is kept for the latency objective."""
     clock = StageClock(task, f"model:{name}", request_id)
     try:
         faults.hang(name)
@@ -49,8 +55,12 @@ def model_part(
         log.exception("model %s failed for %s", name, request_id)
         run = {"model": name, "ok": False, "error": f"{name} failed: {exc}"}
     run = faults.injected(name, history, run)
-    run["stage"] = clock.stop("ok" if run["ok"] else "error", run.get("error"))
-    return results.travelling(run)  # type: ignore[return-value]
+    outcome = "ok" if run["ok"] else "error"
+    run["stage"] = clock.stop(outcome, run.get("error"), publish=not joined)
+    part = results.travelling(run)
+    if joined:
+        progress.record_part(request_id, name, part)
+    return part  # type: ignore[return-value]
 
 
 def stored_model_part(
@@ -80,9 +90,11 @@ def sentiment_part(
     symbol: str,
     on_time_limit: OnTimeLimit = "report",
     on_its_way: bool = False,
+    joined: bool = False,
 ) -> SentimentPart:
     """`on_its_way`: the coordinator takes it after its lookups and publishes its record
-    with theirs."""
+    with theirs. `joined`: a chord's header task; its part is kept for the latency
+    objective."""
     clock = StageClock(task, "sentiment", request_id, touch=not on_its_way)
     outcome: dict[str, Any]
     try:
@@ -95,8 +107,12 @@ def sentiment_part(
         log.exception("sentiment failed for %s", request_id)
         outcome = {"kind": "sentiment", "ok": False, "error": f"sentiment unavailable: {exc}"}
     outcome["stage"] = clock.stop(
-        "ok" if outcome["ok"] else "error", outcome.get("error"), publish=not on_its_way
+        "ok" if outcome["ok"] else "error",
+        outcome.get("error"),
+        publish=not (on_its_way or joined),
     )
+    if joined:
+        progress.record_part(request_id, SENTIMENT, outcome)
     return outcome  # type: ignore[return-value]
 
 
@@ -114,8 +130,8 @@ def combine(
     prices_stage: StageRecord,
     extra: dict[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The combine stage: assemble the result and end the request (`final.finish`), or fail
-    it with the reason: a request always reaches a final state."""
+    """Assemble the result and mark the request done, or failed with the reason: a request
+    always reaches a final state."""
     clock = StageClock(task, "combine", str(request.id))
     try:
         result = results.assemble(request, parts, prices_stage, lambda: clock.stop("ok"))

@@ -1,7 +1,9 @@
 """Per-request stage records, kept in Redis while a prediction runs.
 
 Workers append a record when a stage finishes; the API shows them while the request is
-running, and every record is also published on one channel for live listeners.
+running, and every record is also published on one channel for live listeners. A chord's
+header task keeps its part beside its record, in the same round trip (`record_part`): the
+latency objective answers from those (predictions/stragglers.py), not from Celery's join.
 """
 
 from __future__ import annotations
@@ -9,8 +11,11 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from django.conf import settings
+from kombu.utils import json as celery_json
 from redis.exceptions import RedisError
 
 from plumbing import event_metrics
@@ -25,6 +30,10 @@ FINAL_EVENTS = ("done", "failed")
 
 def _stages_key(request_id: str) -> str:
     return f"stockserve:stages:{request_id}"
+
+
+def _parts_key(request_id: str) -> str:
+    return f"stockserve:parts:{request_id}"
 
 
 def final_channel(request_id: str) -> str:
@@ -60,6 +69,36 @@ def record_stage(request_id: str, record: dict[str, Any]) -> None:
 def record_stages(request_id: str, records: list[dict[str, Any]]) -> None:
     """Append stage records and publish them as one event (a list when there are several:
     the coordinator's lookups finish together); never fails the task that reports them."""
+    _record(request_id, records)
+
+
+def record_part(request_id: str, name: str, part: Mapping[str, Any]) -> None:
+    """A chord's header task finished `name`'s part (a model's name, or "sentiment"): its
+    stage record kept and published as `record_stage` does, and the part kept under its
+    name for `parts_so_far`, in one round trip; never fails the task.
+
+    The part is encoded as Celery encodes the task's result (kombu's JSON), so it reads
+    back as the chord's callback receives it. It is kept PREDICTION_TIMEOUT seconds: read
+    at the latency objective, before the request's deadline, it outlasts that deadline."""
+    _record(request_id, [dict(part["stage"])], (name, celery_json.dumps(part)))
+
+
+def parts_so_far(request_id: str, names: Sequence[str]) -> list[dict[str, Any]]:
+    """The parts of `names` that `record_part` kept for this request so far, in the order of
+    `names`; none when Redis forgot them or cannot be read (said in the log)."""
+    if not names:
+        return []
+    try:
+        raw = get_redis().hmget(_parts_key(request_id), list(names))
+    except RedisError as exc:  # read as "nothing arrived": the chord's callback answers
+        logger.warning("parts of %s unreadable: %s", request_id, exc)
+        return []
+    return [celery_json.loads(value) for value in raw if value is not None]
+
+
+def _record(
+    request_id: str, records: list[dict[str, Any]], part: tuple[str, str] | None = None
+) -> None:
     if not records:
         return
     payloads = [{"request_id": request_id, **record} for record in records]
@@ -70,6 +109,9 @@ def record_stages(request_id: str, records: list[dict[str, Any]]) -> None:
         pipe.rpush(_stages_key(request_id), *encoded)
         pipe.expire(_stages_key(request_id), STAGES_TTL_SECONDS)
         pipe.set(_progress_key(request_id), time.time(), ex=STAGES_TTL_SECONDS)
+        if part is not None:
+            pipe.hset(_parts_key(request_id), *part)
+            pipe.expire(_parts_key(request_id), settings.PREDICTION_TIMEOUT)
         pipe.publish(EVENTS_CHANNEL, event)
         for record in records:
             event_metrics.count_stage(pipe, record)

@@ -4,16 +4,26 @@ Why: a chord's callback waits for every header task, so one slow model held the 
 answer (a hung ridge held an IBM answer 96 s, until its task's soft time limit). As in
 Clipper's straggler mitigation, when the chord is launched one more task is scheduled at
 the objective (PREDICTION_OBJECTIVE_SECONDS). If the request is still unfinished then, it
-reads the parts the chord's join already holds (predictions/result_backend.py), names each
-missing one as not finished in time (in the result and as a stage record) and finishes
-the request with the rest. The late tasks are neither cancelled nor discarded: a model's
-run reaches the registry when it ends, and when the chord's callback finally fires it
-finds the request final and does nothing (predictions.final's guarded UPDATE decides anyway).
+reads the parts that arrived, names each missing one as not finished in time (in the
+result and as a stage record) and finishes the request with the rest. The late tasks are
+neither cancelled nor discarded: a model's run reaches the registry when it ends, and
+when the chord's callback finally fires it finds the request final and does nothing
+(predictions.final's guarded UPDATE decides anyway).
 
 Nothing finished at the objective (no model answered: a queue backed up, every model
 late) is left to the chord: its callback answers or fails the request as before, within
 the request's deadline. So is a request whose parts have all arrived: the callback is on
 its way with them.
+
+The parts that arrived are the project's own record, not Celery's join (its keys and
+options are the Redis backend's internals, free to change with any release): each header
+task keeps its finished part beside its stage record before it returns
+(`predictions.progress.record_part`, `predictions.parts`), so by the time the chord's callback
+claims the parts every one is recorded. "The callback already has them" is thus every
+part recorded (or the request already final, which the task looks at first), told apart
+from "nothing arrived", no part recorded. A part whose record Redis refused counts as
+late; whichever of the callback and this task finishes the request first, predictions.final's
+guarded UPDATE keeps that answer.
 """
 
 from __future__ import annotations
@@ -34,7 +44,7 @@ from workers import queue_routing
 log = logging.getLogger(__name__)
 
 COMBINE_AT_OBJECTIVE = "workers.tasks.combine_at_objective"
-SENTIMENT = "sentiment"
+SENTIMENT = parts.SENTIMENT
 
 
 def schedule(
@@ -84,6 +94,11 @@ def late_part(name: str, launched_at: float, now: float) -> dict[str, Any]:
     if name == SENTIMENT:
         return {"kind": SENTIMENT, "ok": False, "error": reason, "late": True, "stage": stage}
     return {"model": name, "ok": False, "error": reason, "late": True, "stage": stage}
+
+
+def arrived(request_id: str, models: Sequence[str]) -> list[Part]:
+    """The parts of the chord's `models` and its sentiment recorded so far, in that order."""
+    return list(progress.parts_so_far(request_id, [*models, SENTIMENT]))
 
 
 def missing(models: Sequence[str], arrived: Sequence[Part]) -> list[str]:

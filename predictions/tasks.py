@@ -5,6 +5,8 @@ whole chord (Celery then skips the callback). They return `{"ok": False, "error"
 instead (`predictions.parts`), so the combiner still runs and the prediction says which part
 failed and why. Only a chord's header tasks keep a result (the chord's join reads it);
 every other task's outcome is the request's row, so they store none in the backend.
+Each header task also keeps its part with its stage record (`predictions.progress`), where
+the latency objective reads the parts that arrived (predictions/stragglers.py).
 """
 
 from __future__ import annotations
@@ -19,7 +21,6 @@ from marketdata import price_store
 from marketdata.prices import PriceDataError
 from predictions import final, inputs, parts, recovery, stragglers
 from predictions.models import PredictionRequest
-from predictions.result_backend import RedisBackendForWorkers
 from predictions.results import ModelPart, Part, SentimentPart, StageRecord
 from predictions.stage_clock import StageClock
 from predictions.strategies import cascade, centralized, strategy_for
@@ -64,12 +65,12 @@ def run_model(
     self: Any, request_id: str, model: str, price_key: str, horizon: int, warm_start: bool = True
 ) -> ModelPart:
     history = price_store.load(price_key)
-    return parts.model_part(self, request_id, model, history, horizon, warm_start)
+    return parts.model_part(self, request_id, model, history, horizon, warm_start, joined=True)
 
 
 @shared_task(bind=True, name="workers.tasks.analyze_sentiment", ignore_result=False)
 def analyze_sentiment(self: Any, request_id: str, symbol: str) -> SentimentPart:
-    return parts.sentiment_part(self, request_id, symbol)
+    return parts.sentiment_part(self, request_id, symbol, joined=True)
 
 
 @shared_task(bind=True, name="workers.tasks.combine_results", ignore_result=True)
@@ -101,14 +102,13 @@ def combine_at_objective(
     launched_at: float,
 ) -> dict[str, Any] | None:
     """At the latency objective: finish the request with the chord's parts that arrived,
-    naming the late ones (predictions/stragglers.py); nothing when it is already final."""
+    naming the late ones (predictions/stragglers.py); nothing when it is already final.
+    `group_id` (the chord's) is still sent and accepted, so a message queued before or
+    after this reads the same, but not read: the parts are the request's own record."""
     request = _load_request(request_id)
-    backend = self.app.backend
-    if request is None or not isinstance(backend, RedisBackendForWorkers):
+    if request is None:
         return None
-    arrived = backend.chord_parts_so_far(group_id)
-    if arrived is None:  # every part arrived: the chord's callback answers
-        return None
+    arrived = stragglers.arrived(request_id, models)
     return stragglers.combine_at_objective(
         self, request, arrived, models, prices_stage, earlier, launched_at
     )
