@@ -61,10 +61,12 @@ class ChordStrategy(Strategy):
         body = signatures.callback(
             signatures.COMBINE_RESULTS, request, prices_stage=prices_stage, earlier=answered
         )
-        # The header's group: its join is where the parts arrive.
-        joined = cast(GroupResult, chord(header)(body).parent)
+        # The header's group id still travels with the objective's task (workers of the
+        # previous release read it); none when the chord ran eagerly (the path's trace).
+        joined = cast(GroupResult | None, chord(header)(body).parent)
+        group_id = str(joined.id) if joined is not None else ""
         # The latency objective: a straggler does not hold the answer (predictions/stragglers.py).
-        stragglers.schedule(request, str(joined.id), to_run, prices_stage, answered)
+        stragglers.schedule(request, group_id, to_run, prices_stage, answered)
 
 
 def stored_parts(coordinator: Task, request: PredictionRequest, price_key: str) -> list[Part]:

@@ -1,7 +1,8 @@
-"""A REST prediction, traced from the view through the gate to its dispatch: which modules
-it enters, how often it comes back to one it left, and whether a call ever climbs up an
-import layer (a lower layer calling a higher one through a callback). `pytest -s` on this
-file prints the figures."""
+"""A REST prediction, traced from the view through the gate to its dispatch, and on to its
+final step with every task run in this process (Celery's eager mode): which files and
+packages it enters, how often it comes back to one it left, and whether a call ever climbs
+up an import layer (a lower layer calling a higher one through a callback).
+`make -C lab request-path` prints the figures."""
 
 from __future__ import annotations
 
@@ -37,6 +38,40 @@ def test_a_rest_prediction_enters_each_layer_from_above(api_client):
     )
     assert response.status_code == 202, response.content
     print(f"\nREST prediction, view to dispatch: {path.report()}")
+    assert path.climbs == []
+
+
+@pytest.fixture
+def eager_pipeline(settings):
+    """Every task run in this process, so one trace sees the whole path. Only the path is
+    read here: what the pipeline does is tested with real workers (design rule 8)."""
+    import predictions.tasks  # noqa: F401  (registered here, a signature by name runs eagerly)
+    from config.celery_app import app
+
+    settings.PREDICTION_MODELS = ["naive", "ridge"]
+    app.conf.task_always_eager, app.conf.task_eager_propagates = True, True
+    try:
+        yield
+    finally:
+        app.conf.task_always_eager, app.conf.task_eager_propagates = False, False
+
+
+def test_a_rest_prediction_reaches_its_final_step_entering_each_layer_from_above(
+    api_client, eager_pipeline
+):
+    from predictions.models import PredictionRequest
+
+    warm = api_client.post("/api/v1/predictions/", {"symbol": "AAPL"}, format="json")
+    assert warm.status_code == 202, warm.content  # imports and first-use set-up done
+    response, path = trace(
+        lambda: api_client.post("/api/v1/predictions/", {"symbol": "IBM"}, format="json"),
+        APPLICATION,
+    )
+    assert response.status_code == 202, response.content
+    assert PredictionRequest.objects.get(id=response.json()["id"]).status == "done"
+    packages = sorted({module.split(".")[0] for module in path.modules})
+    print(f"\nREST prediction, view to final step: {len(packages)} packages {packages}; "
+          f"{path.report()}")  # fmt: skip
     assert path.climbs == []
 
 
