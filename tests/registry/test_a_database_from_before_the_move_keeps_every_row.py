@@ -9,7 +9,7 @@ Runs on SQLite and, from the Makefile's POSTGRES_TESTS, on PostgreSQL.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import date, datetime, timezone
+from datetime import UTC, date, datetime
 from typing import Any
 
 import pytest
@@ -30,7 +30,7 @@ MOVED = {
     "modelhealth": "registry",
     "pricesnapshot": "marketdata",
 }
-WHEN = datetime(2026, 11, 2, 21, 0, tzinfo=timezone.utc)
+WHEN = datetime(2026, 11, 2, 21, 0, tzinfo=UTC)
 
 
 def _latest() -> list[tuple[str, str]]:
