@@ -22,11 +22,21 @@ MOVED = {
 
 def _relabel(apps: Any, forward: bool) -> None:
     content_type = apps.get_model("contenttypes", "ContentType")
+    permission = apps.get_model("auth", "Permission")
     for model, app in MOVED.items():
         old, new = ("predictions", app) if forward else (app, "predictions")
-        if content_type.objects.filter(app_label=new, model=model).exists():
-            continue  # already there (made by a post_migrate): the stale one stays for cleanup
-        content_type.objects.filter(app_label=old, model=model).update(app_label=new)
+        moving = content_type.objects.filter(app_label=old, model=model).first()
+        if moving is None:
+            continue  # a fresh database: post_migrate makes them under their new app
+        # A row already under the new name was made by a post_migrate in between (e.g.
+        # `migrate registry` alone, or a migration back and forth): the moving row keeps
+        # the permissions granted to users and groups, the duplicate and its own go.
+        duplicate = content_type.objects.filter(app_label=new, model=model).first()
+        if duplicate is not None:
+            permission.objects.filter(content_type=duplicate).delete()
+            duplicate.delete()
+        moving.app_label = new
+        moving.save(update_fields=["app_label"])
     content_type.objects.clear_cache()
 
 
@@ -44,6 +54,7 @@ class Migration(migrations.Migration):
         ("registry", "0001_initial"),
         ("marketdata", "0001_initial"),
         ("contenttypes", "0002_remove_content_type_name"),
+        ("auth", "0012_alter_user_first_name_max_length"),
     ]
 
     operations = [
