@@ -170,7 +170,7 @@ class Supervisor:
             log.close()
         self._logs.clear()
 
-    stop_all = stop  # the name tests/integration knows
+    stop_all = stop  # the name tests/predictions knows
 
 
 class Interrupted(Exception):

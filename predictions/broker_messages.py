@@ -7,7 +7,7 @@ calls) the Redis transport's own structures: one list per queue and priority ste
 tag -> [message, exchange, routing key]) and its `unacked_index` (delivery tag -> when it
 was delivered). Each message carries its task id, and the id of the first task of its
 pipeline as `root_id` (Celery's message protocol 2; the first task's own is empty):
-`tests/integration/test_the_broker_shows_where_a_pipelines_message_is.py` fails when kombu
+`tests/predictions/test_the_broker_shows_where_a_pipelines_message_is.py` fails when kombu
 or Celery change either.
 """
 

@@ -4,4 +4,4 @@ configuration in a process wins, and the shared default dir outlives the run).""
 
 from __future__ import annotations
 
-from tests.prices.conftest import fake_yahoo, yf_cache_dir  # noqa: F401  (the fixtures)
+from tests.marketdata.prices.conftest import fake_yahoo, yf_cache_dir  # noqa: F401  (the fixtures)

@@ -16,7 +16,7 @@ from market import track_record
 from marketdata.prices import CircuitBreaker, PriceHistory, YahooProvider
 from predictions import final
 from predictions.models import ForecastRecord, ForecastScore, PredictionRequest
-from tests.prices.charts import chart_body, new_york, trading_days
+from tests.marketdata.prices.charts import chart_body, new_york, trading_days
 from tests.support.prices import FakeYahoo, unique
 
 pytestmark = pytest.mark.django_db

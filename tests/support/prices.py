@@ -15,11 +15,11 @@ from curl_cffi.requests.headers import Headers
 
 from marketdata.prices import PriceDataError, PriceHistory, PriceProvider
 
-FIXTURES = Path(__file__).parent.parent / "prices" / "fixtures"
+FIXTURES = Path(__file__).parent.parent / "marketdata" / "prices" / "fixtures"
 
 
 def load_fixture(name: str) -> dict[str, Any]:
-    """A saved Yahoo JSON body from tests/prices/fixtures/."""
+    """A saved Yahoo JSON body from tests/marketdata/prices/fixtures/."""
     return json.loads((FIXTURES / name).read_text())
 
 

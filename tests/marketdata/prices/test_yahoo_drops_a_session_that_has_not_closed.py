@@ -11,7 +11,7 @@ import pytest
 
 from marketdata.prices import CircuitBreaker, PriceHistory, ProviderUnavailable, YahooProvider
 from marketdata.prices.sessions import DROPPED
-from tests.prices.charts import chart_body, new_york, trading_days
+from tests.marketdata.prices.charts import chart_body, new_york, trading_days
 from tests.support.prices import FakeYahoo, unique
 
 WEEK = trading_days(date(2024, 6, 3), 4)  # Mon 3 to Thu 6 June 2024

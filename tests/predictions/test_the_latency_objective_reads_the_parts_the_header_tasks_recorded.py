@@ -2,7 +2,7 @@
 trip, and the latency objective reads the parts that arrived from there, not from Celery's
 join: in the chord's order, as the chord's callback receives them, every part recorded
 (the callback has them) told apart from none (predictions/stragglers.py). The stragglers'
-whole path, a hung model and all: tests/integration/test_a_straggler_never_holds_the_answer.py.
+whole path, a hung model and all: tests/predictions/test_a_straggler_never_holds_the_answer.py.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 request is done with the models that finished and names the straggler; the straggler's
 run still reaches the registry, and when the chord's callback finally fires the request
 stays as it was first finished (one final event, one admission place freed). A request
-whose models all finish in time names none (tests/integration/test_prediction_end_to_end.py)."""
+whose models all finish in time names none (tests/predictions/test_prediction_end_to_end.py)."""
 
 from __future__ import annotations
 

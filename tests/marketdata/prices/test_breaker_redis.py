@@ -15,7 +15,7 @@ from marketdata.prices import breaker as breaker_module
 from tests.support.prices import unique
 from tests.support.waiting import eventually
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 
 
 def _allow_in_another_process(name: str, port: int) -> bool:
