@@ -32,13 +32,18 @@ WORKDIR /app
 EXPOSE 8000 8001
 
 FROM runtime AS web
+# No TensorFlow here, and no process of this image runs a model: the check that a deep
+# model's Keras backend is installed (predictions.E004) is the worker image's.
+ENV SILENCED_SYSTEM_CHECKS=predictions.E004
 COPY --from=build-web /opt/venv /opt/venv
 COPY . .
 USER app
 CMD ["python", "-m", "gunicorn", "config.wsgi:application", "--bind", "0.0.0.0:8000", "--worker-class", "gthread", "--workers", "2", "--threads", "8", "--graceful-timeout", "5"]
 
+# TensorFlow's C++ headers (430 MB) serve only to build custom ops: not kept.
 FROM build-web AS build-worker
-RUN /opt/venv/bin/pip install tensorflow-cpu==2.21.0
+RUN /opt/venv/bin/pip install tensorflow-cpu==2.21.0 \
+    && rm -rf /opt/venv/lib/python3*/site-packages/tensorflow/include
 
 FROM runtime AS worker
 COPY --from=build-worker /opt/venv /opt/venv
@@ -47,7 +52,8 @@ USER app
 CMD ["python", "manage.py", "start_worker", "--name", "cpu", "--queues", "cpu", "--concurrency", "2", "--gpu", "auto", "--loglevel", "INFO"]
 
 FROM build-web AS build-worker-gpu
-RUN /opt/venv/bin/pip install "tensorflow[and-cuda]==2.21.0"
+RUN /opt/venv/bin/pip install "tensorflow[and-cuda]==2.21.0" \
+    && rm -rf /opt/venv/lib/python3*/site-packages/tensorflow/include
 
 FROM runtime AS worker-gpu
 COPY --from=build-worker-gpu /opt/venv /opt/venv

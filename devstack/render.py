@@ -73,13 +73,18 @@ WORKDIR /app
 EXPOSE 8000 8001
 
 FROM runtime AS web
+# No TensorFlow here, and no process of this image runs a model: the check that a deep
+# model's Keras backend is installed (predictions.E004) is the worker image's.
+ENV SILENCED_SYSTEM_CHECKS=predictions.E004
 COPY --from=build-web /opt/venv /opt/venv
 COPY . .
 USER app
 CMD {_list(web)}
 
+# TensorFlow's C++ headers (430 MB) serve only to build custom ops: not kept.
 FROM build-web AS build-worker
-RUN /opt/venv/bin/pip install tensorflow-cpu=={tf}
+RUN /opt/venv/bin/pip install tensorflow-cpu=={tf} \\
+    && rm -rf /opt/venv/lib/python3*/site-packages/tensorflow/include
 
 FROM runtime AS worker
 COPY --from=build-worker /opt/venv /opt/venv
@@ -88,7 +93,8 @@ USER app
 CMD {_list(process_catalog.worker("cpu", "cpu", 2))}
 
 FROM build-web AS build-worker-gpu
-RUN /opt/venv/bin/pip install "tensorflow[and-cuda]=={tf}"
+RUN /opt/venv/bin/pip install "tensorflow[and-cuda]=={tf}" \\
+    && rm -rf /opt/venv/lib/python3*/site-packages/tensorflow/include
 
 FROM runtime AS worker-gpu
 COPY --from=build-worker-gpu /opt/venv /opt/venv
