@@ -8,7 +8,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 APT_INSTALL := $(SUDO) apt-get install -y -q --no-install-recommends
 
 .PHONY: help setup run test test-fast check lint format generate token packages \
-	evaluate adopt-evaluation experiment clean
+	evaluate adopt-evaluation experiment compose-check clean
 
 help:  ## this list
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-18s %s\n", $$1, $$2}'
@@ -129,13 +129,16 @@ token: setup  ## make token USER=alice: an API token for that user
 
 # Debian's packages the tests use, each installed only when missing: chromium (Playwright
 # drives it; no browser download), openssh-server (an sshd in each test host), postgresql
-# (the tests' throwaway cluster; nothing is left running) and prometheus (promtool).
-packages:  ## Debian's chromium, openssh-server, postgresql and prometheus, where missing
+# (the tests' throwaway cluster; nothing is left running), prometheus (promtool) and
+# docker-compose (its `config` checks docker-compose.yml against the compose
+# specification's schema, no daemon needed).
+packages:  ## Debian's chromium, openssh-server, postgresql, prometheus and docker-compose, where missing
 	@command -v chromium >/dev/null 2>&1 || { $(SUDO) apt-get update -q && $(APT_INSTALL) chromium; }
 	@[ -x /usr/sbin/sshd ] || { $(SUDO) apt-get update -q && $(APT_INSTALL) openssh-server; }
 	@ls /usr/lib/postgresql/*/bin/initdb >/dev/null 2>&1 || command -v initdb >/dev/null 2>&1 || \
 		{ $(SUDO) apt-get update -q && $(APT_INSTALL) postgresql; }
 	@command -v promtool >/dev/null 2>&1 || { $(SUDO) apt-get update -q && $(APT_INSTALL) prometheus; }
+	@command -v docker-compose >/dev/null 2>&1 || { $(SUDO) apt-get update -q && $(APT_INSTALL) docker-compose; }
 
 evaluate: setup  ## nested walk-forward evaluation: skill, bands, coverage, unsure; writes var/evaluation/ only
 	$(PY) -m forecasting.evaluation.evaluate $(EVALUATE_ARGS)
@@ -149,6 +152,13 @@ EXPERIMENT_ARGS ?= --strategies centralized,chord,cascade --workers 1,2,6 --rate
 	--duration 30 --drain 30 --warmup 1 --symbols AAPL,MSFT --max-minutes 9
 experiment: setup  ## compare strategies and worker counts under load; report in loadtests/reports/
 	$(PY) -m loadtests.experiment $(EXPERIMENT_ARGS)
+
+# Not part of `make test`: as root, it installs Docker from Debian's packages, starts a
+# daemon if none answers, builds the images (stand-in bases from Debian's packages when no
+# image registry answers), runs docker-compose.yml with the monitoring profile, checks it
+# and takes it down with its volumes (docs/operating.md, "Running it with Docker").
+compose-check: setup  ## build and run the Docker Compose stack for real, check it, take it down (root; ~25 min cold)
+	$(PY) -m devstack.compose_check
 
 clean:  ## remove test databases and caches
 	rm -rf var/test-db*.sqlite3* .pytest_cache .mypy_cache

@@ -47,6 +47,9 @@ def _secret(name: str, length: int = 50) -> str:
 
 SECRET_KEY = _secret("SECRET_KEY")
 DEBUG = env_bool("DEBUG", False)
+# Django's system checks to skip, comma-separated: the Docker web image (no TensorFlow,
+# no model runs there) skips predictions.E004 (docs/operating.md, "Running it with Docker").
+SILENCED_SYSTEM_CHECKS = env_list("SILENCED_SYSTEM_CHECKS", [])
 # `production` behind an HTTPS proxy: secure cookies, HSTS and the redirect to HTTPS, so
 # `manage.py check --deploy` is clean. The proxy must send X-Forwarded-Proto.
 DEPLOYMENT = env_choice("DEPLOYMENT", "development", ("development", "production"))

@@ -1,5 +1,7 @@
-"""The product's Makefile offers at most 15 targets and `make help` lists every one; the
-measurements are the lab's (`make -C lab help`), whose every target is in its help too."""
+"""The product's Makefile offers at most 16 targets and `make help` lists every one; the
+measurements are the lab's (`make -C lab help`), whose every target is in its help too.
+Sixteen since `compose-check` (issue 42): running the Docker stack for real is the
+product's own check, not a measurement."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-MOST = 15
+MOST = 16
 
 
 def phony_and_helped(makefile: Path) -> tuple[set[str], set[str]]:
@@ -20,7 +22,7 @@ def phony_and_helped(makefile: Path) -> tuple[set[str], set[str]]:
     return phony, helped
 
 
-def test_the_product_keeps_to_fifteen_targets_each_in_help() -> None:
+def test_the_product_keeps_to_sixteen_targets_each_in_help() -> None:
     phony, helped = phony_and_helped(ROOT / "Makefile")
     assert len(phony) <= MOST, f"{len(phony)} targets: the measurements belong in lab/Makefile"
     assert phony == helped, f"without help: {phony - helped}; not phony: {helped - phony}"
