@@ -36,7 +36,7 @@ def test_a_worker_registers_every_released_task_name(celery_worker):
 
     replies = app.control.inspect(destination=[celery_worker], timeout=10).registered() or {}
     registered = {name.split(" ")[0] for name in replies.get(celery_worker, [])}
-    assert RELEASED_NAMES <= registered, RELEASED_NAMES - registered
+    assert registered >= RELEASED_NAMES, RELEASED_NAMES - registered
 
 
 def test_a_message_sent_by_its_released_name_is_run(celery_worker):
