@@ -1,8 +1,7 @@
 """No-op stand-ins for the model and sentiment stages, for the orchestration benchmark.
 
 They return results of the right shape at once, so what remains of a request's latency is
-what the orchestration adds: broker hops, the result backend, the chord counter, the
-database updates and the stage events.
+what the orchestration adds: broker hops, the chord's join, the rows and the stage events.
 """
 
 from __future__ import annotations
