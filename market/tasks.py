@@ -8,11 +8,20 @@ on its own queue, never in a request, and each run scores at most SCORE_BATCH fo
 per symbol, queuing itself again while any are left; after a symbol's new scores, model
 health tests its models (`registry.model_health`), and a model demoted now gets its
 symbol retrained.
+
+The watchlist waits for warm workers: while a queue its questions need (`io` and `cpu`,
+and `spare` while a spare worker is alive) has no warmed-up consumer and one is warming up,
+or the stack has just started, a refresh starts nothing, so the first person's question
+does not share a cold CPU with the watchlist's pipelines (or join one queued behind the
+warm-up). The start-up refresh (`workers.lifecycle`) is deferred, never lost: it sends
+itself again every START_UP_RECHECK_SECONDS; beat's next look comes anyway. Either runs
+after WARM_UP_WAIT_SECONDS whatever the workers say, with the reason logged.
 """
 
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 from celery import shared_task
@@ -24,12 +33,16 @@ from marketdata.prices import PriceDataError
 from marketdata.sources import price_chain
 from predictions import gate
 from registry import generations, model_health
+from workers import queue_routing
 from workers.queue_routing import SCORING
 
 log = logging.getLogger(__name__)
 FOLLOW_CLOCK = "workers.market.follow_clock"
 HEALTH = gate.Client("health", admitted=False, precomputed=True)
 SCORE_FORECASTS = market_days.SCORE_FORECASTS
+REFRESH_WATCHLIST = "workers.tasks.refresh_watchlist"
+WARM_UP_WAIT_SECONDS = 120.0  # the longest the watchlist waits for a worker's warm-up
+START_UP_RECHECK_SECONDS = 2.0
 
 
 @shared_task(name=FOLLOW_CLOCK, ignore_result=True)
@@ -83,9 +96,55 @@ def retrain(symbol: str, demoted: str) -> None:
     market_events.publish("demoted", symbol, model=demoted, retrain=type(outcome).__name__)
 
 
+def cold_queues() -> list[str]:
+    """The queues the watchlist's questions need that no warmed-up worker consumes: `io`
+    and `cpu`, and `spare` while a spare worker is alive (its questions go there once it
+    is warm, and to `io` and `cpu` before)."""
+    needed = [*queue_routing.REQUIRED_QUEUES]
+    if queue_routing.has_consumers(queue_routing.SPARE):
+        needed.append(queue_routing.SPARE)
+    return [queue for queue in needed if not queue_routing.has_ready_consumers(queue)]
+
+
+def warm_up_wait(started_at: float | None, now: float) -> str:
+    """Why the watchlist should not ask anything yet ("" when it may): a queue it needs has
+    no warm consumer while one is warming up, or the stack started at `started_at` (the
+    start-up refresh), for at most WARM_UP_WAIT_SECONDS from the earlier of those."""
+    cold = cold_queues()
+    if not cold:
+        return ""
+    starts = [since for queue in cold if (since := queue_routing.warming_since(queue))]
+    if started_at is not None:
+        starts.append(started_at)
+    if not starts:  # no worker is warming up: nothing to wait for
+        return ""
+    waited = now - min(starts)
+    if waited >= WARM_UP_WAIT_SECONDS:
+        log.warning(
+            "the watchlist asks now, after %.0f s, with no warm worker on %s",
+            waited,
+            ", ".join(cold),
+        )
+        return ""
+    return f"no warm worker on {', '.join(cold)} yet ({waited:.0f} s of {WARM_UP_WAIT_SECONDS:.0f})"
+
+
 # Its name is from before the market had an app of its own: beat and queued messages use it.
-@shared_task(name="workers.tasks.refresh_watchlist")
-def refresh_watchlist() -> dict[str, Any]:
-    """Beat's job: start what the watchlist needs (`market.watchlist`)."""
+@shared_task(name=REFRESH_WATCHLIST, bind=True)
+def refresh_watchlist(task: Any, started_at: float | None = None) -> dict[str, Any]:
+    """Beat's job: start what the watchlist needs (`market.watchlist`), once the workers
+    its questions need are warm (`warm_up_wait`). `started_at`: the start-up refresh, sent
+    when the stack's io worker is ready; deferred, it sends itself again."""
+    wait = warm_up_wait(started_at, time.time())
+    if wait:
+        again = None
+        if started_at is not None:
+            again = task.apply_async(
+                kwargs={"started_at": started_at},
+                queue=queue_routing.IO,
+                countdown=START_UP_RECHECK_SECONDS,
+            ).id
+        log.info("the watchlist waits: %s", wait)
+        return {"started": [], "fresh": 0, "deferred": wait, "again": again}
     outcome = watchlist.refresh()
     return {"started": outcome.started, "fresh": outcome.fresh, "deferred": outcome.deferred}

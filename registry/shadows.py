@@ -7,6 +7,11 @@ recipe differs from the serving generation's, registry/generations.py), `after_a
 queues one task per such model, routed like the model itself; the task trains the shadow
 the first time (one at a time per symbol and model), forecasts on the very prices the
 answer used, and puts the path into the forecast of record.
+
+A shadow is the service's own work, whoever asked the question: it goes to the spare lane
+while a warm worker consumes `spare`, whatever the request's lane, so it takes only the CPU
+the questions leave (`queue_routing.in_lane`); with none, it goes where its model would
+(`cpu`, or `gpu`). It is delayed there, never dropped (`acks_late`).
 """
 
 from __future__ import annotations
@@ -23,7 +28,6 @@ from marketdata.models import PriceSnapshot
 from marketdata.prices import PriceDataError, PriceHistory
 from marketdata.sources import price_chain
 from plumbing.redis_client import get_redis
-from predictions import signatures
 from predictions.models import ForecastRecord, PredictionRequest
 from registry import answering, generations
 from workers import queue_routing
@@ -55,11 +59,8 @@ def after_answer(request: PredictionRequest, result: dict[str, Any]) -> int:
     ) or {}
     judging = [m for m in judging if generations.shadow_key(m) not in members]
     for model in judging:
-        forecast_shadow.apply_async(
-            (str(request.id), model),
-            queue=signatures.lane_route(request, queue_routing.route_model(model)).queue,
-            expires=3600,
-        )
+        route = queue_routing.in_lane(queue_routing.route_model(model), spare=True)
+        forecast_shadow.apply_async((str(request.id), model), queue=route.queue, expires=3600)
     return len(judging)
 
 

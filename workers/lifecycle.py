@@ -89,8 +89,11 @@ def start_heartbeat(sender: Any = None, **kwargs: Any) -> None:
     log.info("worker %s consuming %s", _heartbeat.info["hostname"], _heartbeat.info["queues"])
     if "io" in _heartbeat.info["queues"] and settings.PRECOMPUTE_SYMBOLS:
         # Beat's first look comes one interval after it starts; the watchlist should be
-        # answered as soon as a worker can answer it.
-        sender.app.send_task(REFRESH_WATCHLIST, queue="io", expires=60)
+        # answered as soon as the workers its questions need have warmed up (the task
+        # waits for them, sending itself again: market.tasks.warm_up_wait).
+        sender.app.send_task(
+            REFRESH_WATCHLIST, kwargs={"started_at": time.time()}, queue="io", expires=60
+        )
 
 
 @worker_shutdown.connect

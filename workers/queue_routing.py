@@ -12,6 +12,7 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any, TypeVar
 
 from django.conf import settings
 from redis.exceptions import RedisError
@@ -27,7 +28,8 @@ SPARE = "spare"
 QUEUES = (IO, CPU, GPU, SCORING, SPARE)
 REQUIRED_QUEUES = (IO, CPU)  # a default request needs both; gpu work falls back to cpu
 logger = logging.getLogger(__name__)
-_cache: dict[str, tuple[float, int | None]] = {}
+_cache: dict[str, tuple[float, Any]] = {}
+N = TypeVar("N", int, float)
 
 
 @dataclass(frozen=True)
@@ -41,14 +43,15 @@ class Route:
 NO_GPU_BENEFIT = "runs on the CPU (no GPU benefit)"
 
 
-def _presence(key: str, read: Callable[[], int], fallback: int | None, failure: str) -> int | None:
+def _presence(key: str, read: Callable[[], N | None], fallback: N | None, failure: str) -> N | None:
     """`read()` of the workers' presence, kept ROUTING_CACHE_SECONDS per process under
     `key`; `fallback`, with a warning that says `failure`, while Redis cannot say."""
     now = time.monotonic()
     cached = _cache.get(key)
     if cached and now - cached[0] < settings.ROUTING_CACHE_SECONDS:
-        return cached[1]
-    answer: int | None
+        answer_cached: N | None = cached[1]
+        return answer_cached
+    answer: N | None
     try:
         answer = read()
     except RedisError as exc:
@@ -77,6 +80,19 @@ def has_ready_consumers(queue: str) -> bool:
         return sum(1 for w in workers if queue in w.get("queues", []) and presence.is_ready(w))
 
     return bool(_presence(f"ready:{queue}", ready, 0, f"no warm worker on {queue}"))
+
+
+def warming_since(queue: str) -> float | None:
+    """When the longest-warming live consumer of `queue` that has not warmed up yet started
+    (its heartbeat's `started_at`); None when none is warming up (cached like the above)."""
+
+    def since() -> float | None:
+        workers = presence.alive_workers()
+        starts = [float(w.get("started_at") or 0) for w in workers
+                  if queue in w.get("queues", []) and not presence.is_ready(w)]  # fmt: skip
+        return min(starts) if starts else None
+
+    return _presence(f"warming:{queue}", since, None, f"no start-up time for {queue}")
 
 
 def model_processes() -> int:
