@@ -31,6 +31,7 @@ from typing import Any
 
 import yaml
 
+from launch import groups
 from launch.process_catalog import ROOT
 
 PROJECT = "stockserve-check"  # its own compose project: a user's stack is left alone
@@ -212,21 +213,10 @@ def start_daemon(step: Step, log: Path) -> subprocess.Popen[bytes] | None:
         step.result = "a daemon was running"
         return None
     with log.open("ab") as out:
-        daemon = subprocess.Popen(
-            ["dockerd", "--storage-driver=overlay2"], stdout=out, stderr=subprocess.STDOUT
-        )
+        daemon = groups.spawn(["dockerd", "--storage-driver=overlay2"], log=out)
     wait_for(lambda: answers("docker", "info", timeout=10), 60, "dockerd to answer")
     step.result = f"started dockerd (pid {daemon.pid}, log {log})"
     return daemon
-
-
-def stop_daemon(daemon: subprocess.Popen[bytes]) -> None:
-    daemon.send_signal(signal.SIGTERM)
-    try:
-        daemon.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        daemon.kill()
-        daemon.wait()
 
 
 def has_image(name: str) -> bool:
@@ -252,9 +242,7 @@ def make_standin_base(work: Path) -> None:
     policy.write_text("#!/bin/sh\nexit 101\n")
     policy.chmod(0o755)
     shutil.rmtree(rootfs / "var" / "cache" / "apt" / "archives", ignore_errors=True)
-    tar = subprocess.Popen(["tar", "-C", str(rootfs), "-c", "."], stdout=subprocess.PIPE)
-    subprocess.run(["docker", "import", "-", STANDIN_BASE], stdin=tar.stdout, check=True)
-    tar.wait()
+    sh("sh", "-c", f'tar -C "{rootfs}" -c . | docker import - {STANDIN_BASE}')
     shutil.rmtree(rootfs)
 
 
@@ -409,7 +397,7 @@ def check_worker_crash(stack: Stack, step: Step) -> None:
 
     seen = _quietly(lambda: wait_for(past_a_stage, 180, "a prediction past its first stage"))
     before = stack.container("worker-cpu")
-    os.kill(before["State"]["Pid"], signal.SIGKILL)
+    groups.signal_pids([before["State"]["Pid"]], signal.SIGKILL)
     killed = time.monotonic()
     for answer in accepted:
         stack.finished(answer, 420)
@@ -512,7 +500,7 @@ def main() -> int:
             stack.run("down", "-v", "--remove-orphans")
     finally:
         if daemon and not args.keep:
-            stop_daemon(daemon)
+            groups.stop_group(daemon, grace=60)
         print(report(run, sizes))
     return 0 if all(s.ok for s in run.steps) else 1
 
