@@ -236,14 +236,39 @@ def make_standin_base(work: Path) -> None:
     sources += "".join(p.read_text() for p in Path("/etc/apt").rglob("*.sources"))
     mirror = debian_mirror(sources) or "http://deb.debian.org/debian"
     rootfs = work / "rootfs"
-    sh("debootstrap", "--variant=minbase", "--include=python3,python3-venv,ca-certificates",
-       "bookworm", str(rootfs), mirror)  # fmt: skip
-    policy = rootfs / "usr" / "sbin" / "policy-rc.d"
-    policy.write_text("#!/bin/sh\nexit 101\n")
-    policy.chmod(0o755)
-    shutil.rmtree(rootfs / "var" / "cache" / "apt" / "archives", ignore_errors=True)
-    sh("sh", "-c", f'tar -C "{rootfs}" -c . | docker import - {STANDIN_BASE}')
-    shutil.rmtree(rootfs)
+    try:
+        sh("debootstrap", "--variant=minbase", "--include=python3,python3-venv,ca-certificates",
+           "bookworm", str(rootfs), mirror)  # fmt: skip
+        policy = rootfs / "usr" / "sbin" / "policy-rc.d"
+        policy.write_text("#!/bin/sh\nexit 101\n")
+        policy.chmod(0o755)
+        shutil.rmtree(rootfs / "var" / "cache" / "apt" / "archives", ignore_errors=True)
+        sh("sh", "-c", f'tar -C "{rootfs}" -c . | docker import - {STANDIN_BASE}')
+    finally:
+        remove_unmounted(rootfs)
+
+
+def mounts_under(path: Path, mounts: str) -> list[str]:
+    """The mount points inside `path`, deepest first, read from /proc/mounts' text (which
+    writes a space in a path as `\\040`)."""
+    prefix = str(path) + "/"
+    points = [line.split()[1].replace("\\040", " ") for line in mounts.splitlines() if line]
+    return sorted((p for p in points if p.startswith(prefix)), key=len, reverse=True)
+
+
+def remove_unmounted(folder: Path) -> None:
+    """Remove `folder` only once nothing is mounted inside it. Why: debootstrap mounts the
+    host's /proc and /sys in its root and may bind the host's /dev there; interrupted, it
+    can leave them mounted, and removing the folder then deletes the host's device nodes
+    (a /dev/null turned into a plain file breaks every process that writes to it)."""
+    if not folder.exists():
+        return
+    for point in mounts_under(folder.resolve(), Path("/proc/mounts").read_text()):
+        subprocess.run(["umount", "--lazy", point], check=False)
+    left = mounts_under(folder.resolve(), Path("/proc/mounts").read_text())
+    if left:
+        raise CheckFailed(f"still mounted inside {folder}, so not removed: {', '.join(left)}")
+    shutil.rmtree(folder)
 
 
 def prepare_images(step: Step, work: Path) -> dict[str, str]:
@@ -465,8 +490,12 @@ def main() -> int:
             install_packages(step)
         with run.step("docker daemon") as step:
             daemon = start_daemon(step, var / "dockerd.log")
-        with run.step("base images") as step, tempfile.TemporaryDirectory(dir=var) as work:
-            stack = Stack(prepare_images(step, Path(work)))
+        with run.step("base images") as step:
+            work = Path(tempfile.mkdtemp(dir=var))
+            try:
+                stack = Stack(prepare_images(step, work))
+            finally:
+                remove_unmounted(work)
         with run.step("grafana provisioning") as step:
             compose = yaml.safe_load((ROOT / "docker-compose.yml").read_text())
             problems = grafana_problems(GRAFANA_FILES, compose)

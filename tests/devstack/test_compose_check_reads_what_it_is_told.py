@@ -1,9 +1,11 @@
-"""make compose-check's pure parts: where debootstrap takes Debian from, what Prometheus's
-and the API's answers mean, whether Grafana's provisioning holds together, the report."""
+"""make compose-check's pure parts: where debootstrap takes Debian from, what is still
+mounted inside its root, what Prometheus's and the API's answers mean, whether Grafana's
+provisioning holds together, the report."""
 
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 
 import yaml
 
@@ -26,6 +28,35 @@ def test_debootstrap_takes_debian_from_apts_own_mirror():
     one_line = "deb [signed-by=/k.gpg] http://mirror.example/debian bookworm main\n"
     assert compose_check.debian_mirror(one_line) == "http://mirror.example/debian"
     assert compose_check.debian_mirror("deb http://security.debian.org bookworm main") is None
+
+
+MOUNTS = """/dev/vda / ext4 rw 0 0
+proc /work/var/tmp1/rootfs/proc proc rw 0 0
+udev /work/var/tmp1/rootfs/dev devtmpfs rw 0 0
+devpts /work/var/tmp1/rootfs/dev/pts devpts rw 0 0
+proc /work/var/tmp1/rootfs-other/proc proc rw 0 0
+tmpfs /work/var/tmp1/root\\040fs/run tmpfs rw 0 0
+"""
+
+
+def test_what_debootstrap_left_mounted_in_its_root_is_found_deepest_first():
+    found = compose_check.mounts_under(Path("/work/var/tmp1/rootfs"), MOUNTS)
+    assert found == [
+        "/work/var/tmp1/rootfs/dev/pts",
+        "/work/var/tmp1/rootfs/proc",
+        "/work/var/tmp1/rootfs/dev",
+    ]
+    assert compose_check.mounts_under(Path("/work/var/tmp1/root fs"), MOUNTS) == [
+        "/work/var/tmp1/root fs/run"
+    ]
+    assert compose_check.mounts_under(Path("/work/var/tmp2"), MOUNTS) == []
+
+
+def test_a_folder_with_nothing_mounted_inside_is_removed(tmp_path):
+    root = tmp_path / "rootfs"
+    (root / "usr" / "bin").mkdir(parents=True)
+    compose_check.remove_unmounted(root)
+    assert not root.exists()
 
 
 def test_sizes_read_as_docker_shows_them():
