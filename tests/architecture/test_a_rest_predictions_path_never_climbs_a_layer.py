@@ -8,25 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.support.call_path import trace
+from tests.support.call_path import APPLICATION, trace
 
 pytestmark = pytest.mark.django_db(transaction=True)
-
-APPLICATION = (
-    "api",
-    "webui",
-    "streams",
-    "batch",
-    "provisioning",
-    "workers",
-    "market",
-    "predictions",
-    "registry",
-    "marketdata",
-    "forecasting",
-    "plumbing",
-    "config",
-)
 
 
 def test_a_rest_prediction_enters_each_layer_from_above(api_client):

@@ -10,22 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.call_path import APPLICATION
+
 ROOT = Path(__file__).resolve().parents[2]
-APPLICATION = (
-    "api",
-    "webui",
-    "streams",
-    "batch",
-    "provisioning",
-    "workers",
-    "market",
-    "predictions",
-    "registry",
-    "marketdata",
-    "forecasting",
-    "plumbing",
-    "config",
-)
 EVERYWHERE = (*APPLICATION, "launch", "devstack", "loadtests", "lab", "tests")
 
 # (pattern, where it is retired, what says it now)

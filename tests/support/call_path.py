@@ -20,6 +20,23 @@ from types import FrameType
 from typing import Any
 
 PYPROJECT = Path(__file__).resolve().parents[2] / "pyproject.toml"
+# The application's top-level packages: the edges, the apps, the library, the plumbing and
+# the wiring (what a trace follows, and where a retired word may not come back).
+APPLICATION = (
+    "api",
+    "webui",
+    "streams",
+    "batch",
+    "provisioning",
+    "workers",
+    "market",
+    "predictions",
+    "registry",
+    "marketdata",
+    "forecasting",
+    "plumbing",
+    "config",
+)
 
 
 def layers() -> list[set[str]]:
