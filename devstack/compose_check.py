@@ -207,6 +207,14 @@ def compose_command() -> list[str]:
     return ["docker-compose"] if shutil.which("docker-compose") else []
 
 
+def forward_policy() -> str:
+    """iptables' FORWARD policy now (dockerd sets it to DROP and leaves it so when it stops,
+    which cuts the network namespaces the provisioning tests' hosts live in)."""
+    rules = subprocess.run(["iptables", "-S", "FORWARD"], capture_output=True, text=True)
+    first = rules.stdout.split("\n", 1)[0].split()
+    return first[2] if first[:2] == ["-P", "FORWARD"] and len(first) > 2 else ""
+
+
 def start_daemon(step: Step, log: Path) -> subprocess.Popen[bytes] | None:
     """dockerd when none answers; the caller stops what this returns, nothing else."""
     if answers("docker", "info"):
@@ -485,6 +493,7 @@ def main() -> int:
     var = ROOT / "var" / "compose-check"
     var.mkdir(parents=True, exist_ok=True)
     run, sizes, daemon, stack = Run(), {}, None, None
+    policy = forward_policy()
     try:
         with run.step("packages") as step:
             install_packages(step)
@@ -530,6 +539,8 @@ def main() -> int:
     finally:
         if daemon and not args.keep:
             groups.stop_group(daemon, grace=60)
+            if policy:  # as it was before the daemon this run started
+                subprocess.run(["iptables", "-P", "FORWARD", policy], check=False)
         print(report(run, sizes))
     return 0 if all(s.ok for s in run.steps) else 1
 
