@@ -2,8 +2,10 @@
 
 `wrk` (32 connections) posts the same question to the service and to a minimal Django
 project serving one JSON view of the same bytes under the same gunicorn command line
-(`lab/bare_django.py`), alternating rounds; then an open-loop run at fixed rates
-(`loadtests.engine`, exact percentiles) on each. With `--replay`, the open loop runs again
+(`lab/bare_django.py`), alternating rounds: five by default, the median of the rounds'
+ratios with a distribution-free interval and the machine's idle CPU in each round (one
+pair of readings swung from 0.54× to 1.20× between runs). Then an open-loop run at fixed
+rates (`loadtests.engine`, exact percentiles) on each. With `--replay`, the open loop runs again
 on a stack under `make run`'s replay clock (a new market day every
 REPLAY_SECONDS_PER_DAY, which makes every cached answer stale, and make run's watchlist),
 so the p99 says what a new day costs the askers (`replay_clock`).
@@ -17,12 +19,14 @@ import re
 import statistics
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import requests
 
 from devstack.supervisor import Supervisor
+from lab.cpu import machine_busy_seconds
 from lab.harness import Stack
 from loadtests import engine
 from loadtests.deployment import PREDICTIONS, QUESTION, ROOT, start_web, wait_until
@@ -85,11 +89,12 @@ def wrk(url: str, seconds: int, workdir: Path, token: str | None = None) -> dict
 def cached_rounds(
     stack: Stack, bare_url: str, rounds: int, seconds: int, workdir: Path, token: str
 ) -> dict[str, Any]:
-    """Service and reference alternately, so machine noise hits both alike."""
+    """Service and reference alternately, so machine noise hits both alike; each pair of
+    rounds gives one ratio, and the machine's idle CPU in each round is kept beside it."""
     service, reference, with_token = [], [], []
     for _ in range(rounds):
-        service.append(wrk(f"{stack.base}{PREDICTIONS}", seconds, workdir))
-        reference.append(wrk(bare_url, seconds, workdir))
+        service.append(idle_during(lambda: wrk(f"{stack.base}{PREDICTIONS}", seconds, workdir)))
+        reference.append(idle_during(lambda: wrk(bare_url, seconds, workdir)))
     for _ in range(max(1, rounds // 2)):
         with_token.append(wrk(f"{stack.base}{PREDICTIONS}", seconds, workdir, token))
 
@@ -102,9 +107,34 @@ def cached_rounds(
         | {"errors": sum(r["non_2xx"] + r["socket_errors"] for r in runs), "rounds": runs}
         for name, runs in (("service", service), ("reference", reference), ("token", with_token))
     }
-    summary["ratio"] = summary["service"]["rps"] / summary["reference"]["rps"]
+    ratios = [s["rps"] / r["rps"] for s, r in zip(service, reference, strict=True) if r["rps"]]
+    summary |= ratio_with_interval(ratios)
     summary["token_ratio"] = summary["token"]["rps"] / summary["reference"]["rps"]
     return summary
+
+
+def idle_during(measure: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """`measure()`'s result with the share of the machine's CPU left idle while it ran."""
+    cores = os.cpu_count() or 1
+    busy, started = machine_busy_seconds(), time.monotonic()
+    result = measure()
+    elapsed = time.monotonic() - started
+    used = (machine_busy_seconds() - busy) / (elapsed * cores)
+    return result | {"idle_cpu": max(0.0, 1.0 - used)}
+
+
+def ratio_with_interval(ratios: list[float]) -> dict[str, Any]:
+    """The median of the rounds' ratios and a distribution-free interval for it: with n
+    rounds, [lowest, highest] holds the true median with probability 1 - 2 * 0.5**n
+    (94 % for five rounds), whatever the noise's shape; one round gives no interval."""
+    ordered = sorted(ratios)
+    n = len(ordered)
+    return {
+        "ratio": statistics.median(ordered) if ordered else 0.0,
+        "ratios": ratios,
+        "interval": (ordered[0], ordered[-1]) if n > 1 else None,
+        "confidence": 1.0 - 2 * 0.5**n if n > 1 else None,
+    }
 
 
 def open_loop_pair(service_url: str, bare_url: str, rate: float, seconds: float) -> dict[str, Any]:

@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 from lab import bench_api
-from lab.bench_api_cached import parse_wrk
+from lab.bench_api_cached import parse_wrk, ratio_with_interval
 from lab.bench_api_warm import stage_breakdown
 from tests.support.processes import ROOT
 
@@ -99,7 +99,8 @@ def open_loop_row(rate: float, p99: float) -> dict[str, object]:
 
 
 def test_the_report_states_each_goal_with_both_sides_of_the_open_loop():
-    side = {"rps": 3000.0, "p50_ms": 5.0, "p99_ms": 20.0, "rounds": [{}, {}, {}]}
+    rounds = [{"rps": rps, "idle_cpu": 0.25} for rps in (2900.0, 3000.0, 3100.0)]
+    side = {"rps": 3000.0, "p50_ms": 5.0, "p99_ms": 20.0, "rounds": rounds}
     machine = {"cores": 2, "cpu": "x", "arch": "x86_64", "python": "3.11", "load_average": "0 0 0"}
     results = {
         "date": "2026-11-23 04:00",
@@ -110,7 +111,7 @@ def test_the_report_states_each_goal_with_both_sides_of_the_open_loop():
             "service": side | {"rps": 2400.0},
             "reference": side,
             "token": side | {"rps": 1500.0},
-            "ratio": 0.8,
+            **ratio_with_interval([0.8, 1.1, 1.3]),
             "token_ratio": 0.5,
         },
         "open_loop": [open_loop_row(250, 4.0), open_loop_row(1000, 25.0)],
@@ -140,7 +141,9 @@ def test_the_report_states_each_goal_with_both_sides_of_the_open_loop():
         "statuses": {"200": 9990, "202": 10},
     }
     text = bench_api.report(results)
-    assert "| ≥ 0.8 | met |" in text  # 0.8 of the bare view
+    # the median ratio with its interval over three rounds (1 - 2 * 0.5**3 = 75 %)
+    assert "| 1.10 [0.80, 1.30] (75%) | ≥ 1.0 at the interval's lower end | **not met** |" in text
+    assert "| 1 | 2,900 | 25% | 2,900 | 25% | 0.80 |" in text  # each round, idle CPU beside
     assert (
         "| cached POST under the replay clock (a new day every 10 s), open loop at 250 req/s "
         "for 40 s: p50 / p99 / max ms, statuses | 1.0 / 40.0 / 80.0, {'200': 9990, '202': 10} |"
@@ -153,3 +156,19 @@ def test_the_report_states_each_goal_with_both_sides_of_the_open_loop():
     assert "| p50 ≤ 150 | met |" in text
     assert "| ≤ 1.10 | **not met** |" in text  # the restart, 1.3×
     assert "| ≤ 1.2 | met |" in text  # the no-op chord
+
+
+def test_five_rounds_give_the_median_ratio_and_a_94_percent_interval():
+    summary = ratio_with_interval([1.2, 0.9, 1.05, 1.3, 1.0])
+
+    assert summary["ratio"] == 1.05
+    assert summary["interval"] == (0.9, 1.3)
+    assert summary["confidence"] == 1 - 2 / 32  # the median lies outside [min, max] only
+    # when every round falls on one side of it
+
+
+def test_one_round_gives_a_ratio_and_no_interval():
+    summary = ratio_with_interval([1.1])
+
+    assert summary["ratio"] == 1.1 and summary["interval"] is None
+    assert "(one round: no interval)" in bench_api.cached_ratio(summary)
