@@ -6,7 +6,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.support.processes import start_worker_process, stop_process, wait_for_worker
+from tests.support.processes import (
+    SHIPPED_MODELS,
+    sole_worker,
+    start_worker_process,
+    stop_process,
+    wait_for_worker,
+)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -38,6 +44,24 @@ def celery_worker(django_db_setup: None, django_db_blocker: object) -> Iterator[
         yield wait_for_worker("test@", proc, timeout=120)
     finally:
         stop_process(proc)
+
+
+@pytest.fixture(scope="module")
+def _shipped_models_process(celery_worker: str) -> Iterator[str]:
+    env = {**SHIPPED_MODELS, "ROUTING_CACHE_SECONDS": "0"}
+    with sole_worker("shipped", "io,cpu", celery_worker, concurrency=2, extra_env=env) as name:
+        yield name
+
+
+@pytest.fixture
+def shipped_worker(settings, _shipped_models_process: str) -> str:
+    """A worker serving the five models `make run` serves, TensorFlow's included, that takes
+    every io and cpu task while its module runs, and the same five in this process's
+    settings (the suite's own worker serves the cheap three: tests/plugin.py)."""
+    from forecasting.catalog import DEFAULT_MODELS
+
+    settings.PREDICTION_MODELS = list(DEFAULT_MODELS)
+    return _shipped_models_process
 
 
 @pytest.fixture

@@ -32,6 +32,10 @@ os.environ.pop("CELERY_RESULT_BACKEND", None)
 os.environ.setdefault("PRICE_PROVIDERS", "sample")
 os.environ.setdefault("MENTION_PROVIDERS", "sample")
 os.environ.setdefault("PRECOMPUTE_SYMBOLS", "")  # tests that want a watchlist set one
+# The cheap models, in this process and every worker it starts: the deep ones (TensorFlow)
+# cost most of the suite's CPU when every test trains them. The tests of the shipped five
+# (end to end, the strategies, deep batching, the deep models' own) name them.
+os.environ.setdefault("PREDICTION_MODELS", "naive,ridge,arima")
 os.environ.setdefault("THROTTLE_ANON", "10000/min")
 os.environ.setdefault("THROTTLE_USER", "10000/min")
 os.environ.setdefault("THROTTLE_EXPENSIVE", "10000/min")

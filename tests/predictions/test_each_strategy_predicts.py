@@ -26,7 +26,7 @@ def assert_valid_forecast(result: dict, horizon: int) -> None:
     assert used and math.isclose(sum(m["weight"] for m in used), 1.0, abs_tol=1e-6)
 
 
-def test_centralized_runs_every_stage_in_one_task(staff_api_client, celery_worker):
+def test_centralized_runs_every_stage_in_one_task(staff_api_client, shipped_worker):
     prediction = predict_cold(staff_api_client, symbol="MSFT", strategy="centralized")
 
     result = prediction["result"]
@@ -36,14 +36,14 @@ def test_centralized_runs_every_stage_in_one_task(staff_api_client, celery_worke
     assert set(stages) == every_stage(settings.PREDICTION_MODELS)
     # One task: the same worker process ran every stage, one after another.
     assert {s["pid"] for s in stages.values()} == {stages["prices"]["pid"]}
-    assert {s["worker"] for s in stages.values()} == {celery_worker}
+    assert {s["worker"] for s in stages.values()} == {shipped_worker}
     ordered = prediction["stages"]
     for earlier, later in zip(ordered, ordered[1:], strict=False):
         assert later["started_at"] >= earlier["finished_at"] - 1e-3
     assert all(m["registry"]["warm_start"] is False for m in result["models"])
 
 
-def test_chord_fans_the_models_out(staff_api_client, celery_worker):
+def test_chord_fans_the_models_out(staff_api_client, shipped_worker):
     prediction = predict_cold(staff_api_client, symbol="MSFT", strategy="chord")
 
     result = prediction["result"]
@@ -56,7 +56,7 @@ def test_chord_fans_the_models_out(staff_api_client, celery_worker):
     assert "cascade" not in result
 
 
-def test_cascade_answers_from_the_cheap_models_when_they_agree(staff_api_client, celery_worker):
+def test_cascade_answers_from_the_cheap_models_when_they_agree(staff_api_client, shipped_worker):
     # MSFT: the cheap models agree within 0.3% and beat the no-change forecast (MASE < 1).
     cheap, deep = split_models(settings.PREDICTION_MODELS)
     assert cheap and deep
@@ -75,7 +75,7 @@ def test_cascade_answers_from_the_cheap_models_when_they_agree(staff_api_client,
 
 
 def test_cascade_runs_the_deep_models_when_the_cheap_ones_are_unsure(
-    staff_api_client, celery_worker
+    staff_api_client, shipped_worker
 ):
     # AAPL: the cheap models do no better than no change on the backtest (MASE > 1).
     cheap, deep = split_models(settings.PREDICTION_MODELS)

@@ -15,7 +15,7 @@ from tests.support.api import URL, submit_and_wait
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration]
 
 
-def test_it_predicts_aapl_through_the_chord_on_the_worker(staff_api_client, celery_worker):
+def test_it_predicts_aapl_through_the_chord_on_the_worker(staff_api_client, shipped_worker):
     accepted, prediction = submit_and_wait(staff_api_client, symbol=" aapl ", horizon=5)
 
     assert prediction["status"] == "done", prediction["error"]
@@ -31,7 +31,7 @@ def test_it_predicts_aapl_through_the_chord_on_the_worker(staff_api_client, cele
         assert model["ok"], model["error"]
         assert len(model["forecast"]) == 5
         assert all(math.isfinite(v) and v > 0 for v in model["forecast"])
-        assert model["worker"] == celery_worker
+        assert model["worker"] == shipped_worker
         assert model["queue"] == "cpu"
     assert math.isclose(sum(m["weight"] for m in models.values()), 1.0, abs_tol=1e-6)
     # Every model in time for the latency objective (predictions/stragglers.py): none named late.
@@ -60,7 +60,7 @@ def test_it_predicts_aapl_through_the_chord_on_the_worker(staff_api_client, cele
         stages
     )
     for stage in stages.values():
-        assert stage["worker"] == celery_worker
+        assert stage["worker"] == shipped_worker
         assert stage["finished_at"] >= stage["started_at"]
     assert stages["prices"]["queue"] == "io"
     assert stages["sentiment"]["queue"] == "io"
@@ -82,7 +82,7 @@ def test_it_predicts_aapl_through_the_chord_on_the_worker(staff_api_client, cele
     assert fresh.status_code == 202
 
 
-def test_it_lists_predictions_filtered_by_symbol(staff_api_client, celery_worker):
+def test_it_lists_predictions_filtered_by_symbol(staff_api_client, shipped_worker):
     submit_and_wait(staff_api_client, symbol="^GSPC", horizon=3)
     listing = staff_api_client.get(f"{URL}?symbol=^gspc").json()
     assert listing["count"] == 1
@@ -91,7 +91,9 @@ def test_it_lists_predictions_filtered_by_symbol(staff_api_client, celery_worker
     assert staff_api_client.get(f"{URL}?symbol=IBM").json()["count"] == 0
 
 
-def test_models_that_need_more_history_fail_clearly_and_the_rest_predict(api_client, celery_worker):
+def test_models_that_need_more_history_fail_clearly_and_the_rest_predict(
+    api_client, shipped_worker
+):
     """FB's sample history (2012-2013) is too short for most models."""
     _, prediction = submit_and_wait(api_client, symbol="FB", horizon=3)
     assert prediction["status"] == "done", prediction["error"]
@@ -104,7 +106,7 @@ def test_models_that_need_more_history_fail_clearly_and_the_rest_predict(api_cli
     assert len(prediction["result"]["combined"]["forecast"]) == 3
 
 
-def test_an_identical_request_in_flight_is_joined_not_run_twice(api_client, celery_worker):
+def test_an_identical_request_in_flight_is_joined_not_run_twice(api_client, shipped_worker):
     first = api_client.post(URL, {"symbol": "IBM", "horizon": 6}, format="json").json()
     second = api_client.post(URL, {"symbol": "ibm", "horizon": 6}, format="json")
     assert second.status_code in (200, 202)

@@ -11,7 +11,7 @@ pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration]
 
 
 def test_a_second_prediction_on_unchanged_data_warm_starts_every_model(
-    staff_api_client, celery_worker
+    staff_api_client, shipped_worker
 ):
     _, first = submit_and_wait(staff_api_client, symbol="GOOG", horizon=4)
     assert first["status"] == "done", first["error"]
@@ -51,13 +51,13 @@ def test_a_second_prediction_on_unchanged_data_warm_starts_every_model(
     assert held_out["models"]["ridge"]["5"]["verdict"]
 
 
-def test_an_unknown_symbol_has_no_models(staff_api_client, celery_worker):
+def test_an_unknown_symbol_has_no_models(staff_api_client, shipped_worker):
     response = staff_api_client.get("/api/v1/models/^IXIC/")
     assert response.status_code == 404
     assert "No trained models for ^IXIC" in response.json()["error"]
 
 
-def test_a_state_trained_in_one_process_warm_starts_another(staff_api_client, celery_worker):
+def test_a_state_trained_in_one_process_warm_starts_another(staff_api_client, shipped_worker):
     """This test process trains and stores; the worker process loads from the database."""
     from marketdata.sources import price_chain
     from registry import answering
@@ -71,12 +71,12 @@ def test_a_state_trained_in_one_process_warm_starts_another(staff_api_client, ce
     assert prediction["status"] == "done", prediction["error"]
     for model in prediction["result"]["models"]:
         if model["model"] in ("naive", "ridge", "arima"):
-            assert model["worker"] == celery_worker
+            assert model["worker"] == shipped_worker
             assert model["registry"]["state_status"] == "loaded", model
             assert model["trained"] is False
 
 
-def test_an_unreadable_state_is_retrained_not_fatal(staff_api_client, celery_worker):
+def test_an_unreadable_state_is_retrained_not_fatal(staff_api_client, shipped_worker):
     from marketdata.sources import price_chain
     from registry import answering
 

@@ -11,12 +11,16 @@ from pathlib import Path
 from django.db import connection
 
 from devstack.supervisor import spawn, stop_group
+from forecasting.catalog import DEFAULT_MODELS
 from launch import process_catalog
 from tests.support.waiting import eventually
 from workers import presence
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 WORKER_LOG = ROOT / "var" / f"test-worker-{os.getpid()}.log"
+# The five models `make run` serves, TensorFlow's included, for a worker's environment (the
+# suite's default is the cheap three: tests/plugin.py).
+SHIPPED_MODELS = {"PREDICTION_MODELS": ",".join(DEFAULT_MODELS)}
 
 
 def database_url_for_workers() -> str:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pytest
 
+from forecasting.catalog import DEFAULT_MODELS
 from predictions import signatures
 from predictions.models import Lane, PredictionRequest
 from workers import presence, queue_routing
@@ -63,7 +64,8 @@ def test_a_spare_lane_pipeline_goes_to_spare_while_a_worker_consumes_it(monkeypa
     assert queues(spare) == USUAL
 
 
-def test_gpu_work_of_a_spare_lane_pipeline_stays_on_gpu(monkeypatch):
+def test_gpu_work_of_a_spare_lane_pipeline_stays_on_gpu(monkeypatch, settings):
+    settings.PREDICTION_MODELS = list(DEFAULT_MODELS)  # the centralized task holds lstm, tcn
     alive(monkeypatch, worker("io"), worker("cpu"), worker("gpu"), worker("spare"))
     spare = PredictionRequest.queued(symbol="AAPL", horizon=5, lane=Lane.SPARE)
     assert queues(spare) == {**dict.fromkeys(USUAL, "spare"), "lstm": "gpu", "centralized": "gpu"}

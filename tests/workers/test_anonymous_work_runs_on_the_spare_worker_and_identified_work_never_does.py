@@ -47,7 +47,7 @@ def test_an_anonymous_prediction_runs_on_the_spare_worker_an_identified_one_neve
     _, asked = submit_and_wait(api_client, symbol="IBM", horizon=5, strategy="chord")
     assert asked["status"] == "done", asked["error"]
     anonymous = stages_by_name(staff.get(f"{URL}{asked['id']}/").json())
-    assert {"prices", "sentiment", "combine", "model:ridge", "model:lstm"} <= set(anonymous)
+    assert {"prices", "sentiment", "combine", "model:ridge", "model:arima"} <= set(anonymous)
     assert {(s["stage"], s["queue"], s["worker"]) for s in anonymous.values()} == {
         (name, "spare", spare) for name in anonymous
     }
