@@ -16,7 +16,7 @@ from tests.support.api import finished_prediction
 URL = "/api/v1/predictions/"
 BODY = {"symbol": "AAPL", "horizon": 5}
 PROXY = "127.0.0.1"
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 Post = Callable[[str, str], int]  # (peer, X-Forwarded-For or "") -> status
 

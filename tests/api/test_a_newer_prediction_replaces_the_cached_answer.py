@@ -9,7 +9,7 @@ from predictions import answer_cache
 from tests.support.api import finished_prediction
 
 URL = "/api/v1/predictions/"
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 
 def ask(api_client) -> str:

@@ -9,7 +9,7 @@ import pytest
 
 from tests.support.api import finished_prediction
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 LIST = "/api/v1/predictions/"
 
 

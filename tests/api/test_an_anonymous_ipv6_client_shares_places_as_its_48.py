@@ -15,7 +15,7 @@ from predictions.models import PredictionRequest
 from predictions.rate_limits import pool_key
 
 URL = "/api/v1/predictions/"
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 
 @pytest.fixture(autouse=True)

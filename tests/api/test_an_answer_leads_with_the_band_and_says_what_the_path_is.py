@@ -20,7 +20,7 @@ from predictions.models import PredictionRequest, Status
 from tests.support import wsgi
 from tests.support.scorecards import table, with_cell
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 URL = "/api/v1/predictions/"
 QUESTION = {"symbol": "AAPL", "horizon": 5}
 

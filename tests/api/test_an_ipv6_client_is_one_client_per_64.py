@@ -15,7 +15,7 @@ from tests.support import wsgi
 from tests.support.api import finished_prediction
 
 URL = "/api/v1/predictions/"
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 
 @pytest.fixture

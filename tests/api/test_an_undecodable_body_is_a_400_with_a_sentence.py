@@ -12,7 +12,7 @@ from django.contrib.auth.models import User
 from tests.support import wsgi
 from tests.support.api import finished_prediction
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 NOT_UTF8 = b'{"instances": ["\xff"]}'
 DEEP = b"[" * 1000 + b"]" * 1000
 PREDICT, RUNS = "/v1/models/ensemble:predict", "/workers/runs/"

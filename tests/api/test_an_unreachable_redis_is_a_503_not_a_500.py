@@ -9,7 +9,7 @@ from plumbing.redis_client import get_redis
 from tests.support import wsgi
 
 URL = "/api/v1/predictions/"
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 URL = "/api/v1/predictions/"
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 
 @pytest.mark.parametrize("option", ["use_cache", "warm_start"])

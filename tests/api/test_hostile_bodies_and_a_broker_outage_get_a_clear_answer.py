@@ -11,7 +11,7 @@ from predictions.models import PredictionRequest
 from tests.support import wsgi
 from tests.support.api import finished_prediction
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 URL = "/api/v1/predictions/"
 DEEP = "[" * 1000 + "]" * 1000  # 2 KB: Python's JSON decoder gives up with RecursionError
 

@@ -9,7 +9,7 @@ from predictions.models import PredictionRequest
 from tests.support.api import finished_prediction
 
 URL = "/api/v1/predictions/"
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 
 @pytest.fixture

@@ -9,7 +9,7 @@ from django.core.management import CommandError, call_command
 from registry import generations
 from tests.support.generations import two_generations as made_generations
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 URL = "/api/v1/generations/"
 
 

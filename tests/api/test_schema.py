@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import pytest
 
+pytestmark = pytest.mark.postgres
+
 
 @pytest.mark.django_db
 def test_it_serves_the_openapi_schema_with_the_prediction_paths(client):

@@ -9,7 +9,7 @@ import pytest
 from predictions.models import PredictionRequest
 
 URL = "/api/v1/predictions/"
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 
 def post_raw(client, body: bytes | str, content_type: str = "application/json"):

@@ -2,6 +2,8 @@ from __future__ import annotations
 
 import pytest
 
+pytestmark = pytest.mark.postgres
+
 
 @pytest.mark.django_db
 def test_it_lists_the_offline_symbols(api_client):

@@ -8,7 +8,7 @@ import pytest
 from registry.models import ModelGeneration
 from tests.support.api import finished_prediction
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 PREDICT = "/v1/models/{}:predict"
 
 

@@ -14,7 +14,7 @@ from tests.support.api import finished_prediction
 
 URL = "/api/v1/predictions/"
 QUESTION = {"symbol": "AAPL", "horizon": 5}
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 
 def hits() -> int:

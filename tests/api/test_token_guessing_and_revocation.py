@@ -11,7 +11,7 @@ from api import tokens
 from tests.support.redis_away import unreachable_redis
 from webui import sign_in
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 CLOCK = "/api/v1/clock/"
 
 

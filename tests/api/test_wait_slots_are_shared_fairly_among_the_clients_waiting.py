@@ -16,6 +16,8 @@ from api import wait_slots
 from predictions.models import PredictionRequest
 from tests.support.waiting import eventually
 
+pytestmark = pytest.mark.postgres
+
 URL = "/api/v1/predictions/"
 
 

@@ -11,6 +11,8 @@ import pytest
 
 from api import wait_slots
 
+pytestmark = pytest.mark.postgres
+
 
 @pytest.fixture(autouse=True)
 def _nobody_asked_before(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -13,7 +13,7 @@ from predictions.models import PredictionRequest
 from tests.support.waiting import eventually
 
 URL = "/api/v1/predictions/"
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
 
 
 def until_held(slots: int) -> None:

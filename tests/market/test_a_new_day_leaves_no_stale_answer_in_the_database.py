@@ -12,7 +12,7 @@ import pytest
 from predictions import answer_cache
 from tests.support.api import finished_prediction
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 
 def test_an_answer_from_before_a_new_day_no_longer_answers_and_a_newer_one_does():

@@ -15,7 +15,7 @@ from predictions import answer_cache, gate
 from predictions.models import PredictionRequest
 from tests.support.api import finished_prediction
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from predictions.models import ForecastRecord, ForecastScore, PredictionRequest
 from tests.marketdata.prices.charts import chart_body, new_york, trading_days
 from tests.support.prices import FakeYahoo, unique
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 SYMBOL = "ACME"
 MON, TUE, WED, THU = trading_days(date(2024, 6, 3), 4)
 CLOSES = [100.0, 101.0, 102.0]  # Monday to Wednesday

@@ -22,7 +22,7 @@ from predictions import answer_cache
 from predictions.models import ForecastRecord, ForecastScore
 from tests.support.records import finished_on_bar
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 START = date(2013, 1, 2)  # a Wednesday
 
 

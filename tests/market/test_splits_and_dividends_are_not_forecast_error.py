@@ -19,7 +19,7 @@ from predictions.models import ForecastRecord, ForecastScore, PredictionRequest
 from tests.marketdata.prices.charts import chart_body, new_york, trading_days
 from tests.support.prices import FakeYahoo, unique
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 SYMBOL = "ACME"
 DAYS = trading_days(date(2024, 6, 3), 8)  # Mon 3 June to Wed 12 June 2024: no holiday
 ORIGIN, HORIZON = 2, 5  # as of Wed 5 June, five days ahead: Wed 12 June

@@ -11,7 +11,7 @@ from market import market_days, tasks, track_record, track_record_cache
 from predictions.models import PredictionRequest
 from tests.support.records import finished_on_bar
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 URL = "/api/v1/symbols/AAPL/track-record/?horizon=3"
 
 

@@ -12,7 +12,7 @@ from market import watchlist
 from predictions import admission
 from predictions.models import PredictionRequest
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 
 def answered(seconds_ago: int, last_bar: date) -> PredictionRequest:

@@ -19,7 +19,11 @@ from plumbing.redis_client import get_redis
 from tests.support.live import live_stack, run_async, ws_headers
 from tests.support.waiting import eventually
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.integration,
+    pytest.mark.postgres,
+]
 
 
 @pytest.fixture

@@ -13,7 +13,7 @@ from marketdata import market_events as service
 from marketdata.sources import price_chain
 from tests.market.test_forecasts_of_record_are_scored_once_when_their_days_come import finished
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 
 def test_a_clock_step_and_a_new_forecast_reach_a_following_program(replay, django_user_model):

@@ -10,7 +10,7 @@ import pytest
 from predictions import admission, signatures
 from predictions.models import PredictionRequest
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 
 def test_a_clients_later_places_and_anonymous_ones_wait_behind_identified_first_ones():

@@ -20,6 +20,8 @@ from marketdata.prices.sample import load_sample
 from predictions import deep_batching, parts
 from predictions.tasks import run_model
 
+pytestmark = pytest.mark.postgres
+
 SOFT_LIMIT = 3
 
 

@@ -10,6 +10,8 @@ import sys
 
 import pytest
 
+pytestmark = pytest.mark.postgres
+
 
 def start(**env: str) -> subprocess.CompletedProcess[str]:
     code = "import django; django.setup()"

@@ -6,8 +6,12 @@ from __future__ import annotations
 
 from datetime import date, timedelta
 
+import pytest
+
 from forecasting.calibration import seen_until
 from predictions.checks import replay_out_of_sample_check
+
+pytestmark = pytest.mark.postgres
 
 
 def test_a_replay_before_the_last_day_seen_is_warned_about(settings) -> None:

@@ -15,7 +15,7 @@ from predictions import admission, final
 from predictions.models import PredictionRequest
 
 URL = "/api/v1/predictions/"
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 
 @pytest.fixture

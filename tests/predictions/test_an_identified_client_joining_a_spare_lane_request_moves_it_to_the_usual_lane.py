@@ -10,7 +10,7 @@ from predictions import gate
 from predictions.gate import Client, Question, Queued
 from predictions.models import Lane, PredictionRequest
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 
 def ask(client: Client, symbol: str) -> Queued:

@@ -15,7 +15,7 @@ from predictions import admission
 
 URL = "/api/v1/predictions/"
 LIMIT = 16
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 
 @pytest.fixture

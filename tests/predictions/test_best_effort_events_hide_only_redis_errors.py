@@ -17,6 +17,8 @@ from predictions import progress
 from tests.support.redis_away import unreachable_redis
 from workers import queue_routing
 
+pytestmark = pytest.mark.postgres
+
 REQUEST_ID = "00000000-0000-0000-0000-000000000001"
 
 

@@ -23,7 +23,7 @@ from tests.support import wsgi
 from tests.support.api import finished_prediction
 from tests.support.queue import clear_queue
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 URL = "/api/v1/predictions/"
 QUESTION = {"symbol": "AAPL", "horizon": 2}
 

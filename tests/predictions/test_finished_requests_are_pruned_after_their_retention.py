@@ -14,7 +14,7 @@ from django.utils import timezone
 from predictions import retention
 from predictions.models import ForecastRecord, PredictionRequest, Status
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 NOW = timezone.now()
 
 

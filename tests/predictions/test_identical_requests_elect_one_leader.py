@@ -12,7 +12,7 @@ from django.utils import timezone
 from predictions.models import PredictionRequest, Status
 from predictions.submission import submit
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
 
 
 def test_eight_at_once_make_one_leader_and_seven_followers():

@@ -15,7 +15,7 @@ from predictions.models import PredictionRequest
 from predictions.submission import Admission, submit
 
 URL = "/api/v1/predictions/"
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 
 def leader(symbol: str, horizon: int) -> PredictionRequest:

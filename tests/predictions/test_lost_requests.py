@@ -18,7 +18,7 @@ from predictions.models import PredictionRequest, Status
 from predictions.recovery import sweep
 from predictions.tasks import chord_failed
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 
 @pytest.fixture(autouse=True)

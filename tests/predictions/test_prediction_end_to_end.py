@@ -12,7 +12,11 @@ from predictions import final
 from predictions.models import PredictionRequest
 from tests.support.api import URL, submit_and_wait
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.integration,
+    pytest.mark.postgres,
+]
 
 
 def test_it_predicts_aapl_through_the_chord_on_the_worker(staff_api_client, shipped_worker):

@@ -18,7 +18,7 @@ from predictions.progress import EVENTS_CHANNEL
 from predictions.submission import submit
 from tests.support.api import finished_prediction
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 URL = "/api/v1/predictions/"
 
 

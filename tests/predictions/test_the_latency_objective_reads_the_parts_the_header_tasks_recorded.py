@@ -21,7 +21,7 @@ from predictions import parts, progress, stragglers
 from predictions.tasks import analyze_sentiment, run_model
 from tests.support.redis_away import unreachable_redis
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 MODELS = ["naive", "ridge"]
 
 

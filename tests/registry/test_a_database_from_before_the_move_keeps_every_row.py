@@ -3,7 +3,7 @@ moved out of the predictions app keeps every row once migrated forward: the move
 state only (same tables, same constraint and index names), a stored run still belongs to its
 generation, and the content types (so the admin's permissions) follow the models.
 
-Runs on SQLite and, from the Makefile's POSTGRES_TESTS, on PostgreSQL.
+Runs on SQLite and, marked `postgres`, on PostgreSQL.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from django.db.migrations.executor import MigrationExecutor
 from marketdata.models import PriceSnapshot
 from registry.models import GenerationEvent, ModelGeneration, ModelHealth, StoredRun
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
 
 LAST_BEFORE_THE_MOVE = ("predictions", "0016_prediction_lane")
 MOVED = {

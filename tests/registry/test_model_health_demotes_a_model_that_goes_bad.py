@@ -18,6 +18,8 @@ from registry import model_health
 from registry.models import ModelHealth
 from tests.support.api import predict_cold
 
+pytestmark = pytest.mark.postgres
+
 SIGMA = 0.015  # the market's daily move
 
 

@@ -15,7 +15,7 @@ from registry import model_health
 from registry.models import ModelHealth
 from tests.forecasting.peer_errors import peer_errors
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 FIRST = date(2012, 1, 2)
 MODELS = ("ridge", "naive", "arima")
 

@@ -7,7 +7,11 @@ import pytest
 from registry.models import ModelGeneration
 from tests.support.api import submit_and_wait
 
-pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration]
+pytestmark = [
+    pytest.mark.django_db(transaction=True),
+    pytest.mark.integration,
+    pytest.mark.postgres,
+]
 
 
 def test_a_second_prediction_on_unchanged_data_warm_starts_every_model(

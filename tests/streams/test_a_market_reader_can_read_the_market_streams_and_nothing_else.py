@@ -15,6 +15,8 @@ from stockserve_client.market import BAR, MarketFeed, market_stream
 from marketdata import market_events
 from plumbing.redis_client import get_redis
 
+pytestmark = pytest.mark.postgres
+
 
 @pytest.fixture
 def reader_url():

@@ -16,7 +16,7 @@ from tests.support.live import make_user, run_async, session_for, ws_headers
 from webui import consumers
 from webui.events.channel_groups import request_group
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
 
 
 def owned_request(username: str) -> PredictionRequest:

@@ -18,7 +18,7 @@ from tests.support.live import run_async, ws_headers
 from tests.support.waiting import eventually_async
 from webui.events.market_relay import forward, forward_market_events
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
 
 
 def test_a_follower_gets_a_hello_then_its_symbols_events_only():

@@ -26,7 +26,7 @@ from tests.support.processes import database_url_for_workers, stop_process
 from tests.support.waiting import eventually
 from webui import connections
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
 
 PATH = "/ws/symbols/AAPL/"
 PROXY = "127.0.0.1"

@@ -18,7 +18,7 @@ from tests.support.live import make_user, run_async, session_for, ws_headers
 from webui.events.channel_groups import DASHBOARD_GROUP, SNAPSHOT_KEY, request_group
 
 # Consumers reach the ORM through database_sync_to_async, which needs committed rows.
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
 
 
 async def connect(path: str, headers: list) -> tuple[WebsocketCommunicator, bool, int | None]:

@@ -8,7 +8,7 @@ from plumbing.redis_client import get_redis
 from tests.support.waiting import eventually
 from workers import presence
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 
 @pytest.fixture

@@ -16,7 +16,7 @@ from registry.models import ModelGeneration
 from tests.support.live import make_user, run_async, session_for, ws_headers
 from webui.events.channel_groups import request_group
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
 STAGE = {
     "stage": "prices",
     "started_at": 1.0,

@@ -7,6 +7,8 @@ import pytest
 from plumbing.stats import percentile
 from webui.events.window import LiveWindow
 
+pytestmark = pytest.mark.postgres
+
 T0 = 1_800_000_000.0
 
 

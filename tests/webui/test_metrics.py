@@ -15,7 +15,7 @@ from plumbing.redis_client import broker_redis, get_redis
 from predictions import progress
 from tests.support.waiting import eventually
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 
 def scrape(client, **headers) -> dict[tuple[str, tuple], float]:

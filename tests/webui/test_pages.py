@@ -10,7 +10,7 @@ from django.core.checks import Error
 from tests.support.live import make_user
 from webui.checks import websocket_url_check
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 
 def live_config(response) -> dict:

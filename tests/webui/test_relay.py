@@ -23,7 +23,7 @@ from tests.support.waiting import eventually_async
 from webui.events.channel_groups import SNAPSHOT_KEY
 from webui.events.relay import Relay
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
 STAGES = ["prices", "model:naive", "model:ridge", "model:lstm", "sentiment", "combine"]
 
 

@@ -13,7 +13,7 @@ from tests.support.live import run_async, ws_headers
 from tests.support.waiting import eventually_async
 from webui import connections
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ from django.db import connection
 from config.celery_app import app
 from workers.lifecycle import close_old_database_connections
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
 
 
 def test_a_healthy_connection_is_kept_and_one_past_its_age_is_closed():

@@ -7,8 +7,12 @@ models, the recent runs, TensorFlow): `make -C lab step-load` showed it as a p95
 
 from __future__ import annotations
 
+import pytest
+
 from launch import process_catalog
 from workers.management.commands.start_worker import recycling
+
+pytestmark = pytest.mark.postgres
 
 
 def test_the_memory_bound_is_passed_to_celery_in_kib_and_no_task_count_by_default():
