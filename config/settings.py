@@ -311,6 +311,10 @@ PRECOMPUTE_HORIZONS = [
 PRECOMPUTE_EVERY = env_int("PRECOMPUTE_EVERY", 600, minimum=1)
 PRECOMPUTE_CHECK_SECONDS = env_int("PRECOMPUTE_CHECK_SECONDS", 20, minimum=1)
 PRECOMPUTE_MAX_IN_FLIGHT = env_int("PRECOMPUTE_MAX_IN_FLIGHT", 2, minimum=1)
+# The watchlist asks nothing while a worker its questions need is still warming up, for at
+# most this long; deferred at start-up, the refresh looks again every RECHECK seconds.
+PRECOMPUTE_WARM_UP_WAIT_SECONDS = env_int("PRECOMPUTE_WARM_UP_WAIT_SECONDS", 120, minimum=0)
+PRECOMPUTE_WARM_UP_RECHECK_SECONDS = env_int("PRECOMPUTE_WARM_UP_RECHECK_SECONDS", 2, minimum=1)
 # --- The market clock (marketdata/market_clock.py): `live` follows the wall clock and the
 # providers' new bars; `replay` serves the offline sample only up to the clock's date and
 # moves one trading day every REPLAY_SECONDS_PER_DAY (while running), so served forecasts

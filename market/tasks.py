@@ -14,8 +14,8 @@ and `spare` while a spare worker is alive) has no warmed-up consumer and one is 
 or the stack has just started, a refresh starts nothing, so the first person's question
 does not share a cold CPU with the watchlist's pipelines (or join one queued behind the
 warm-up). The start-up refresh (`workers.lifecycle`) is deferred, never lost: it sends
-itself again every START_UP_RECHECK_SECONDS; beat's next look comes anyway. Either runs
-after WARM_UP_WAIT_SECONDS whatever the workers say, with the reason logged.
+itself again every PRECOMPUTE_WARM_UP_RECHECK_SECONDS; beat's next look comes anyway. Either runs
+after PRECOMPUTE_WARM_UP_WAIT_SECONDS whatever the workers say, with the reason logged.
 """
 
 from __future__ import annotations
@@ -41,8 +41,6 @@ FOLLOW_CLOCK = "workers.market.follow_clock"
 HEALTH = gate.Client("health", admitted=False, precomputed=True)
 SCORE_FORECASTS = market_days.SCORE_FORECASTS
 REFRESH_WATCHLIST = "workers.tasks.refresh_watchlist"
-WARM_UP_WAIT_SECONDS = 120.0  # the longest the watchlist waits for a worker's warm-up
-START_UP_RECHECK_SECONDS = 2.0
 
 
 @shared_task(name=FOLLOW_CLOCK, ignore_result=True)
@@ -109,7 +107,7 @@ def cold_queues() -> list[str]:
 def warm_up_wait(started_at: float | None, now: float) -> str:
     """Why the watchlist should not ask anything yet ("" when it may): a queue it needs has
     no warm consumer while one is warming up, or the stack started at `started_at` (the
-    start-up refresh), for at most WARM_UP_WAIT_SECONDS from the earlier of those."""
+    start-up refresh), for at most PRECOMPUTE_WARM_UP_WAIT_SECONDS from the earlier of those."""
     cold = cold_queues()
     if not cold:
         return ""
@@ -119,14 +117,15 @@ def warm_up_wait(started_at: float | None, now: float) -> str:
     if not starts:  # no worker is warming up: nothing to wait for
         return ""
     waited = now - min(starts)
-    if waited >= WARM_UP_WAIT_SECONDS:
+    longest = settings.PRECOMPUTE_WARM_UP_WAIT_SECONDS
+    if waited >= longest:
         log.warning(
             "the watchlist asks now, after %.0f s, with no warm worker on %s",
             waited,
             ", ".join(cold),
         )
         return ""
-    return f"no warm worker on {', '.join(cold)} yet ({waited:.0f} s of {WARM_UP_WAIT_SECONDS:.0f})"
+    return f"no warm worker on {', '.join(cold)} yet ({waited:.0f} s of {longest} s)"
 
 
 # Its name is from before the market had an app of its own: beat and queued messages use it.
@@ -142,7 +141,7 @@ def refresh_watchlist(task: Any, started_at: float | None = None) -> dict[str, A
             again = task.apply_async(
                 kwargs={"started_at": started_at},
                 queue=queue_routing.IO,
-                countdown=START_UP_RECHECK_SECONDS,
+                countdown=settings.PRECOMPUTE_WARM_UP_RECHECK_SECONDS,
             ).id
         log.info("the watchlist waits: %s", wait)
         return {"started": [], "fresh": 0, "deferred": wait, "again": again}

@@ -36,6 +36,7 @@ from django.db import close_old_connections
 from plumbing import event_metrics, log_context
 from workers import presence, process_warmup, queue_wait
 
+# Sent by name: the fleet imports no feature app (market/tasks.py defines the task).
 REFRESH_WATCHLIST = "workers.tasks.refresh_watchlist"
 
 log = logging.getLogger(__name__)

@@ -1,8 +1,8 @@
 """The watchlist asks nothing while a worker its questions need is warming up: the refresh
 `workers.lifecycle` sends when the stack's io worker is ready is deferred, sending itself
-again, and runs once every queue it needs has a warm consumer, or after WARM_UP_WAIT_SECONDS
-whatever the workers say; beat's refresh skips its turn while one warms up (its next turn
-comes anyway). With warm workers both run at once.
+again, and runs once every queue it needs has a warm consumer, or after
+PRECOMPUTE_WARM_UP_WAIT_SECONDS whatever the workers say; beat's refresh skips its turn
+while one warms up (its next turn comes anyway). With warm workers both run at once.
 
 Run by the suite's real (warm, io and cpu) worker; the warming worker is a spare worker's
 heartbeat in the real Redis, as a worker writes it while its pool warms up (its questions
@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 from celery import current_app
 from celery.result import AsyncResult
+from django.conf import settings
 
 from market import tasks
 from tests.support.spare import warm
@@ -80,7 +81,7 @@ def test_with_warm_workers_the_start_up_refresh_runs_at_once(warm_suite_worker):
 def test_the_start_up_refresh_runs_after_the_longest_wait_whatever_the_workers_say(
     warming_spare,
 ):
-    long_ago = time.time() - tasks.WARM_UP_WAIT_SECONDS - 1
+    long_ago = time.time() - settings.PRECOMPUTE_WARM_UP_WAIT_SECONDS - 1
     announce_spare(warm=False, started_at=long_ago)
 
     assert refresh(started_at=long_ago) == {"started": [], "fresh": 0, "deferred": ""}
