@@ -171,6 +171,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     if str(DATABASES["default"]["NAME"]) not in ("", ":memory:"):
         owner_only_sqlite(Path(DATABASES["default"]["NAME"]))
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+# A connection that finished a web request or a task without an error this recently is not
+# health-checked again before the next (plumbing/db_health.py); 0 checks before every one.
+DB_HEALTH_CHECK_SECONDS = env_float("DB_HEALTH_CHECK_SECONDS", 5.0, minimum=0.0)
 
 # --- Redis, by role, each on its own URL when set (docs/configuration.md, "Redis by role").
 # REDIS_URL: the project's own keys (plumbing.redis_client.get_redis) and the Django
