@@ -422,6 +422,9 @@ PROVISIONING_INVENTORY = env_list(
 )
 # How long a process trusts its answer to "is a gpu worker alive?" (routing, seconds).
 ROUTING_CACHE_SECONDS = env_float("ROUTING_CACHE_SECONDS", 5.0, minimum=0.0)
+# How long a process keeps model health's demotions and which price snapshots exist
+# (plumbing/lookup_cache.py): a change made elsewhere shows here within this time.
+LOOKUP_CACHE_SECONDS = env_float("LOOKUP_CACHE_SECONDS", 5.0, minimum=0.0)
 
 # --- Scheduling strategies (predictions/strategies/): default, and the cascade's thresholds.
 # Checked against the strategies at start-up (predictions/checks.py).
