@@ -143,7 +143,9 @@ def combine(
 ) -> dict[str, Any]:
     """Assemble the result and mark the request done, or failed with the reason: a request
     always reaches a final state."""
-    clock = StageClock(task, "combine", str(request.id))
+    # No touch: combining takes milliseconds, and its record (the request's progress) or
+    # the final state follows at once.
+    clock = StageClock(task, "combine", str(request.id), touch=False)
     try:
         result = results.assemble(request, parts, prices_stage, lambda: clock.stop("ok"))
     except Exception as exc:
