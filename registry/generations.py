@@ -80,9 +80,9 @@ def serving(symbol: str, model: str) -> ModelGeneration | None:
 
 def serving_of(symbol: str, models: Iterable[str]) -> dict[str, ModelGeneration]:
     """`serving` of every model in one query (a model none serves yet is absent)."""
-    last_change = _events(symbol, OuterRef("model")).filter(
-        action__in=GenerationEvent.SERVING_CHANGES
-    )
+    last_change = GenerationEvent.objects.filter(
+        symbol=symbol, model=OuterRef("model"), action__in=GenerationEvent.SERVING_CHANGES
+    )  # newest first, as `_last_change` reads it
     rows = ModelGeneration.objects.filter(
         symbol=symbol,
         model__in=list(models),
