@@ -47,7 +47,8 @@ WINDOW_DAYS = 400  # scored days the test looks back over
 BAND = "band"  # the row of a symbol that watches its band, not a model
 BAND_OFF = "band off"  # that row's state after its alarm
 NORMAL_80 = 1.2816  # half-widths per σ of a normal 80 % band: for a band without a stretch
-_demoted: LookupCache[dict[str, str]] = LookupCache()  # by symbol
+ALL = "every symbol"
+_demoted: LookupCache[dict[str, dict[str, str]]] = LookupCache()  # ALL: by symbol, by model
 
 
 class Days:
@@ -150,7 +151,7 @@ def evaluate(symbol: str) -> list[str]:
             log.warning("model health: %s/%s demoted: %s", symbol, model, health.reason)
         health.save()
     _watch_band(symbol, seen, watching.get(BAND))
-    _demoted.forget(symbol)
+    _demoted.forget(ALL)
     return demoted_now
 
 
@@ -195,8 +196,19 @@ def _units(banded: bool, unscaled: int, days: int) -> str:
 
 def demoted(symbol: str) -> dict[str, str]:
     """Models of this symbol the ensemble must not weigh, with the reason: as this process
-    read them within LOOKUP_CACHE_SECONDS (every combiner asks; a demotion is rare)."""
-    return dict(_demoted.get(symbol, lambda: _read_demoted(symbol)))
+    read every symbol's within LOOKUP_CACHE_SECONDS (every combiner asks; a demotion is
+    rare, and the demoted models of all symbols are a few rows)."""
+    return dict(_demoted.get(ALL, _read_every_demotion).get(symbol, {}))
+
+
+def _read_every_demotion() -> dict[str, dict[str, str]]:
+    by_symbol: dict[str, dict[str, str]] = defaultdict(dict)
+    rows = ModelHealth.objects.filter(state=ModelHealth.DEMOTED).values_list(
+        "symbol", "model", "reason"
+    )
+    for symbol, model, reason in rows:
+        by_symbol[symbol][model] = reason
+    return dict(by_symbol)
 
 
 def _read_demoted(symbol: str) -> dict[str, str]:
@@ -210,7 +222,7 @@ def reinstate(symbol: str, model: str, today: date) -> bool:
     updated = ModelHealth.objects.filter(symbol=symbol, model=model).update(
         state=ModelHealth.OK, reason="", since=None, watching_from=today, updated_at=timezone.now()
     )
-    _demoted.forget(symbol)
+    _demoted.forget(ALL)
     return bool(updated)
 
 

@@ -61,8 +61,9 @@ def test_demotions_are_read_once_and_an_own_reinstatement_shows_at_once(
         symbol="MSFT", model="ridge", state=ModelHealth.DEMOTED, reason="a test's alarm"
     )
     model_health._demoted.forget()
-    with django_assert_num_queries(1):
+    with django_assert_num_queries(1):  # every symbol's demotions in one read
         assert model_health.demoted("MSFT") == {"ridge": "a test's alarm"}
         assert model_health.demoted("MSFT") == {"ridge": "a test's alarm"}
+        assert model_health.demoted("IBM") == {}
     assert model_health.reinstate("MSFT", "ridge", date(2024, 1, 2))
     assert model_health.demoted("MSFT") == {}
