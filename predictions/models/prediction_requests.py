@@ -269,7 +269,10 @@ class PredictionRequest(models.Model):
         return bool(updated)
 
     def settle_followers(self) -> list[PredictionRequest]:
-        """End the requests that joined this one as it ended; those it ended."""
+        """End the requests that joined this one as it ended; those it ended. A request
+        that may not be joined (a fresh run) has none: no query."""
+        if not self.joinable:
+            return []
         followers = list(PredictionRequest.objects.filter(answered_by=self, status__in=ACTIVE))
         if followers:
             PredictionRequest.objects.filter(
