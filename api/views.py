@@ -117,6 +117,11 @@ class PredictionListCreate(generics.ListAPIView):
                 raise ValidationError({"symbol": [str(exc)]}) from exc
         return queryset
 
+    def get_throttles(self) -> list[Any]:
+        """A submission is counted in `post`, with the fresh runs' limit in the same
+        round trip (`counted_with`)."""
+        return [] if self.request.method == "POST" else super().get_throttles()
+
     @extend_schema(
         request=PredictionCreateSerializer,
         parameters=[INCLUDE_PARAMETER],
@@ -138,11 +143,6 @@ class PredictionListCreate(generics.ListAPIView):
         "503 with Retry-After when the service is at capacity, 429 when this client already "
         "has its share of predictions in progress.",
     )
-    def get_throttles(self) -> list[Any]:
-        """A submission is counted in `post`, with the fresh runs' limit in the same
-        round trip (`counted_with`)."""
-        return [] if self.request.method == "POST" else super().get_throttles()
-
     def post(self, request: Request) -> HttpResponse:
         serializer = PredictionCreateSerializer(data=request.data)
         valid = serializer.is_valid()
