@@ -20,7 +20,10 @@ def save(history: PriceHistory) -> str:
     the store does not have it yet. A key this process stored or found within
     LOOKUP_CACHE_SECONDS is not looked up again (snapshots are never changed)."""
     key = history.content_key()
-    if _stored.get(key, lambda: PriceSnapshot.objects.filter(key=key).exists()):
+    if _stored.get(key):
+        return key
+    if PriceSnapshot.objects.filter(key=key).exists():
+        _stored.put(key, True)
         return key
     PriceSnapshot.objects.get_or_create(
         key=key,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Hashable
+from collections.abc import Hashable
 from typing import Generic, TypeVar
 
 from django.conf import settings
@@ -28,23 +28,22 @@ class LookupCache(Generic[V]):
         self._lock = threading.Lock()
         self._kept: OrderedDict[Hashable, tuple[float, V]] = OrderedDict()
 
-    def get(self, key: Hashable, read: Callable[[], V]) -> V:
-        """The kept answer for `key`, else `read()`'s (kept from now on)."""
+    def get(self, key: Hashable) -> V | None:
+        """The answer kept for `key` within LOOKUP_CACHE_SECONDS, else None: the caller
+        reads it and `put`s it (no callback: this layer calls no app code)."""
         seconds = settings.LOOKUP_CACHE_SECONDS
-        now = time.monotonic()
-        if seconds > 0:
-            with self._lock:
-                kept = self._kept.get(key)
-                if kept is not None and now - kept[0] < seconds:
-                    return kept[1]
-        value = read()
-        if seconds > 0:
-            self.put(key, value, now)
-        return value
-
-    def put(self, key: Hashable, value: V, at: float | None = None) -> None:
+        if seconds <= 0:
+            return None
         with self._lock:
-            self._kept[key] = (time.monotonic() if at is None else at, value)
+            kept = self._kept.get(key)
+        if kept is None or time.monotonic() - kept[0] >= seconds:
+            return None
+        return kept[1]
+
+    def put(self, key: Hashable, value: V) -> None:
+        """Keep `value` for `key` from now on."""
+        with self._lock:
+            self._kept[key] = (time.monotonic(), value)
             self._kept.move_to_end(key)
             while len(self._kept) > self.size:
                 self._kept.popitem(last=False)

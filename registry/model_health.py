@@ -198,7 +198,11 @@ def demoted(symbol: str) -> dict[str, str]:
     """Models of this symbol the ensemble must not weigh, with the reason: as this process
     read every symbol's within LOOKUP_CACHE_SECONDS (every combiner asks; a demotion is
     rare, and the demoted models of all symbols are a few rows)."""
-    return dict(_demoted.get(ALL, _read_every_demotion).get(symbol, {}))
+    every = _demoted.get(ALL)
+    if every is None:
+        every = _read_every_demotion()
+        _demoted.put(ALL, every)
+    return dict(every.get(symbol, {}))
 
 
 def _read_every_demotion() -> dict[str, dict[str, str]]:
