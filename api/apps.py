@@ -8,5 +8,7 @@ class ApiConfig(AppConfig):
 
     def ready(self) -> None:
         from api import tokens
+        from plumbing import db_health
 
         tokens.connect_signals()
+        db_health.connect_web()

@@ -6,7 +6,7 @@ from typing import Any
 
 from rest_framework.throttling import BaseThrottle
 
-from predictions.rate_limits import allows, client_ident
+from predictions.rate_limits import allows, allows_each, client_ident
 
 
 def client_key(request: Any) -> str:
@@ -55,3 +55,20 @@ class UserThrottle(FixedWindowThrottle):
 
     def ident(self, request: Any) -> str | None:
         return str(request.user.pk) if request.user.is_authenticated else None
+
+
+def counted_with(
+    request: Any, throttle_classes: Any, more: list[tuple[str, str]]
+) -> tuple[bool, int]:
+    """Count the request in what its view's throttles count and in `more` (scope, ident)
+    in one round trip: (allowed, seconds to wait). For a view that decides after parsing
+    the body what else counts (a fresh run's "expensive" limit) and skips DRF's own
+    throttle call, so a request is one script, not two."""
+    counted = []
+    for throttle_class in throttle_classes:
+        throttle = throttle_class()
+        ident = throttle.ident(request) if isinstance(throttle, FixedWindowThrottle) else None
+        if ident is not None:
+            counted.append((throttle.scope, ident))
+    counted += more
+    return allows_each(counted) if counted else (True, 0)

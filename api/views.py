@@ -31,11 +31,11 @@ from api.serializers import (
     PredictionDetailSerializer,
     PredictionSummarySerializer,
 )
-from api.throttles import client_key
+from api.throttles import client_key, counted_with
 from api.wait_slots import wait_slot
 from marketdata.prices.sample import SamplePriceProvider
 from marketdata.symbols import InvalidSymbol, normalize_symbol
-from predictions import awaiting, final, gate, rate_limits
+from predictions import awaiting, final, gate
 from predictions.gate import Client, Question
 from predictions.models import PredictionRequest
 
@@ -57,17 +57,16 @@ def include_history(request: Request) -> bool:
 WAIT_RETRY_SECONDS = 2
 
 
-def check_fresh_run_allowed(request: Request) -> None:
+FRESH_RUNS_NEED_AN_ACCOUNT = (
+    "Fresh runs (use_cache: false) and retraining (warm_start: false) need an "
+    "account: sign in or send a token."
+)
+
+
+def fresh_runs_permitted(request: Request) -> bool:
     """Fresh runs and retraining are the most expensive requests there are: they need an
-    account (unless ANONYMOUS_FRESH_RUNS) and count in their own rate limit."""
-    if not request.user.is_authenticated and not settings.ANONYMOUS_FRESH_RUNS:
-        raise PermissionDenied(
-            "Fresh runs (use_cache: false) and retraining (warm_start: false) need an "
-            "account: sign in or send a token."
-        )
-    allowed, wait = rate_limits.allows("expensive", client_key(request))
-    if not allowed:
-        raise Throttled(wait=wait)
+    account (unless ANONYMOUS_FRESH_RUNS) and count in their own rate limit ("expensive")."""
+    return bool(request.user.is_authenticated or settings.ANONYMOUS_FRESH_RUNS)
 
 
 class ListingNeedsAnAccount(BasePermission):
@@ -118,6 +117,11 @@ class PredictionListCreate(generics.ListAPIView):
                 raise ValidationError({"symbol": [str(exc)]}) from exc
         return queryset
 
+    def get_throttles(self) -> list[Any]:
+        """A submission is counted in `post`, with the fresh runs' limit in the same
+        round trip (`counted_with`)."""
+        return [] if self.request.method == "POST" else super().get_throttles()
+
     @extend_schema(
         request=PredictionCreateSerializer,
         parameters=[INCLUDE_PARAMETER],
@@ -141,10 +145,20 @@ class PredictionListCreate(generics.ListAPIView):
     )
     def post(self, request: Request) -> HttpResponse:
         serializer = PredictionCreateSerializer(data=request.data)
-        serializer.is_valid(raise_exception=True)
-        data = serializer.validated_data
-        if not data["use_cache"] or not data["warm_start"]:
-            check_fresh_run_allowed(request)
+        valid = serializer.is_valid()
+        data = serializer.validated_data if valid else {}
+        fresh = valid and (not data["use_cache"] or not data["warm_start"])
+        permitted = not fresh or fresh_runs_permitted(request)
+        # Every submission counts in the client's rate limit, a permitted fresh run in the
+        # "expensive" one too: then a bad body, then a fresh run without an account.
+        expensive = [("expensive", client_key(request))] if fresh and permitted else []
+        allowed, wait = counted_with(request, self.throttle_classes, expensive)
+        if not allowed:
+            raise Throttled(wait=wait)
+        if not valid:
+            raise ValidationError(serializer.errors)
+        if not permitted:
+            raise PermissionDenied(FRESH_RUNS_NEED_AN_ACCOUNT)
         with_history = include_history(request)
         question = Question(
             data["symbol"],

@@ -171,6 +171,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     if str(DATABASES["default"]["NAME"]) not in ("", ":memory:"):
         owner_only_sqlite(Path(DATABASES["default"]["NAME"]))
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+# A connection that finished a web request or a task without an error this recently is not
+# health-checked again before the next (plumbing/db_health.py); 0 checks before every one.
+DB_HEALTH_CHECK_SECONDS = env_float("DB_HEALTH_CHECK_SECONDS", 5.0, minimum=0.0)
 
 # --- Redis, by role, each on its own URL when set (docs/configuration.md, "Redis by role").
 # REDIS_URL: the project's own keys (plumbing.redis_client.get_redis) and the Django
@@ -423,6 +426,9 @@ PROVISIONING_INVENTORY = env_list(
 )
 # How long a process trusts its answer to "is a gpu worker alive?" (routing, seconds).
 ROUTING_CACHE_SECONDS = env_float("ROUTING_CACHE_SECONDS", 5.0, minimum=0.0)
+# How long a process keeps model health's demotions and which price snapshots exist
+# (plumbing/lookup_cache.py): a change made elsewhere shows here within this time.
+LOOKUP_CACHE_SECONDS = env_float("LOOKUP_CACHE_SECONDS", 5.0, minimum=0.0)
 
 # --- Scheduling strategies (predictions/strategies/): default, and the cascade's thresholds.
 # Checked against the strategies at start-up (predictions/checks.py).

@@ -197,6 +197,7 @@ def measure(
         ),
         "redis_commands": round(sum(commands.values()), 1),
         "top_commands": {k: round(v, 2) for k, v in Counter(commands).most_common(12)},
+        "commands": {k: round(v, 2) for k, v in Counter(commands).most_common()},  # all of them
         "broker_publishes": round(commands.get("lpush", 0.0), 1),
         "redis_bytes_in": round(delta["bytes_in"]),
         "redis_bytes_out": round(delta["bytes_out"]),

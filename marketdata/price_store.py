@@ -10,13 +10,20 @@ import functools
 
 from marketdata.models import PriceSnapshot
 from marketdata.prices import PriceHistory
+from plumbing.lookup_cache import LookupCache
+
+_stored: LookupCache[bool] = LookupCache()  # content keys the store has
 
 
 def save(history: PriceHistory) -> str:
     """Store the series under its content key, once: compressing it (10+ ms) only when
-    the store does not have it yet."""
+    the store does not have it yet. A key this process stored or found within
+    LOOKUP_CACHE_SECONDS is not looked up again (snapshots are never changed)."""
     key = history.content_key()
+    if _stored.get(key):
+        return key
     if PriceSnapshot.objects.filter(key=key).exists():
+        _stored.put(key, True)
         return key
     PriceSnapshot.objects.get_or_create(
         key=key,
@@ -29,6 +36,7 @@ def save(history: PriceHistory) -> str:
             "data": history.to_bytes(),
         },
     )
+    _stored.put(key, True)
     return key
 
 

@@ -11,6 +11,10 @@ on the round trip of the event that finds the time up (or from a timer when no e
 comes): one `HINCRBY` per field a second instead of two or three per event, which were a
 sixth of a pipeline request's Redis commands. The cost: a scrape sees another process's
 counts up to FLUSH_SECONDS late, and a process killed outright loses at most that much.
+
+The tasks' own records go the same way (`later`): each task's queue wait (an entry of a
+short list, `workers.queue_wait`) and its worker's count of tasks done
+(`workers.presence`), which were six commands of a warm request.
 """
 
 from __future__ import annotations
@@ -51,6 +55,8 @@ class _Pending:
         self.lock = threading.Lock()
         self.counts: Counter[str] = Counter()
         self.sums: Counter[str] = Counter()
+        self.hash_counts: Counter[tuple[str, str]] = Counter()  # other hashes' fields
+        self.lists: dict[str, tuple[list[str], int]] = {}  # key: (newest last, most kept)
         self.sent_at = time.monotonic()
         self.timer: threading.Timer | None = None
         self.pid = os.getpid()
@@ -61,26 +67,50 @@ class _Pending:
         with self.lock:
             self.counts.update(counts)
             self.sums.update(sums)
-            if pipe is not None and time.monotonic() - self.sent_at >= FLUSH_SECONDS:
-                self._queue_on(pipe)
-            elif self.timer is None:
-                self.timer = threading.Timer(FLUSH_SECONDS, flush)
-                self.timer.daemon = True
-                self.timer.start()
+            self._send_on(pipe)
+
+    def later(self, push: tuple[str, str, int] | None, count: tuple[str, str] | None) -> None:
+        """`push`: (list, entry, most kept) to LPUSH; `count`: (hash, field) to HINCRBY."""
+        with self.lock:
+            if push is not None:
+                key, entry, keep = push
+                entries, _ = self.lists.get(key, ([], keep))
+                entries.append(entry)
+                del entries[:-keep]
+                self.lists[key] = (entries, keep)
+            if count is not None:
+                self.hash_counts[count] += 1
+            self._send_on(None)
+
+    def _send_on(self, pipe: Any) -> None:
+        """With the lock held: on `pipe` when due, else make sure a timer will send it."""
+        if pipe is not None and time.monotonic() - self.sent_at >= FLUSH_SECONDS:
+            self._queue_on(pipe)
+        elif self.timer is None:
+            self.timer = threading.Timer(FLUSH_SECONDS, flush)
+            self.timer.daemon = True
+            self.timer.start()
 
     def _queue_on(self, pipe: Any) -> None:
         for name, count in self.counts.items():
             pipe.hincrby(METRICS_KEY, name, count)
         for name, total in self.sums.items():
             pipe.hincrbyfloat(METRICS_KEY, name, total)
+        for (key, name), count in self.hash_counts.items():
+            pipe.hincrby(key, name, count)
+        for key, (entries, keep) in self.lists.items():
+            pipe.lpush(key, *entries)
+            pipe.ltrim(key, 0, keep - 1)
         self.counts.clear()
         self.sums.clear()
+        self.hash_counts.clear()
+        self.lists.clear()
         self.sent_at = time.monotonic()
 
     def flush(self) -> None:
         with self.lock:
             self.timer = None
-            if not self.counts and not self.sums:
+            if not (self.counts or self.sums or self.hash_counts or self.lists):
                 return
             pipe = get_redis().pipeline(transaction=False)
             self._queue_on(pipe)
@@ -109,6 +139,18 @@ atexit.register(flush)
 
 def _add(pipe: Any, counts: Mapping[str, int], sums: Mapping[str, float] | None = None) -> None:
     _this_process().add(pipe, counts, sums or {})
+
+
+def push_later(key: str, entry: str, keep: int) -> None:
+    """LPUSH `entry` to the list `key`, kept to its `keep` newest, with this process's
+    next send (the tasks' queue waits)."""
+    _this_process().later((key, entry, keep), None)
+
+
+def count_later(key: str, field: str) -> None:
+    """HINCRBY `field` of the hash `key` by one, with this process's next send (a
+    worker's count of tasks done)."""
+    _this_process().later(None, (key, field))
 
 
 def count_stage(pipe: Any, record: dict[str, Any]) -> None:

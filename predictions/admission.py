@@ -68,7 +68,8 @@ ANONYMOUS_PREFIX = "anon:"  # an address, not an account, a stream client or a b
 # in flight, the client's places, its share, the pool's places, the pool's allowance}:
 # code 0 admitted, 1 busy (the service is full), 2 over share, 3 the anonymous pool is
 # full. The clients are counted from the owners hash (at most twice `limit` entries) and
-# the two asking sets' cardinalities, so no count can drift from the places; a client
+# the two asking sets' entries not yet lapsed (lapsed ones are removed when a refusal
+# adds one), so no count can drift from the places; a client
 # both holding and asking counts once. A client above its share hears so even when the
 # service is full (it is why others wait); one at its share hears that the service is
 # full when it is. An identified client under its share is admitted even when the
@@ -78,14 +79,17 @@ ANONYMOUS_PREFIX = "anon:"  # an address, not an account, a stream client or a b
 # fair share as one client, within its most.
 _ADMIT = """
 local now = tonumber(ARGV[1])
-for _, id in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)) do
-  redis.call('HDEL', KEYS[2], id)
+local lapsed = redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now)
+if #lapsed > 0 then
+  redis.call('HDEL', KEYS[2], unpack(lapsed))
+  redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
 end
-redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now)
-redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', now)
-redis.call('ZREMRANGEBYSCORE', KEYS[4], '-inf', now)
 local client, limit, most = ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6])
 local function anonymous(c) return string.sub(c, 1, 5) == 'anon:' end
+local function asking(key, c)
+  local until_ = redis.call('ZSCORE', key, c)
+  return until_ and tonumber(until_) > now
+end
 local held, pool_held = {}, 0
 for _, owner in ipairs(redis.call('HVALS', KEYS[2])) do
   held[owner] = (held[owner] or 0) + 1
@@ -93,11 +97,13 @@ for _, owner in ipairs(redis.call('HVALS', KEYS[2])) do
 end
 local mine = held[client] or 0
 held[client] = mine
-local identified, pooled = redis.call('ZCARD', KEYS[3]), redis.call('ZCARD', KEYS[4])
+local after = '(' .. ARGV[1]
+local identified = redis.call('ZCOUNT', KEYS[3], after, '+inf')
+local pooled = redis.call('ZCOUNT', KEYS[4], after, '+inf')
 for owner, _ in pairs(held) do
   if anonymous(owner) then
-    if not redis.call('ZSCORE', KEYS[4], owner) then pooled = pooled + 1 end
-  elseif not redis.call('ZSCORE', KEYS[3], owner) then
+    if not asking(KEYS[4], owner) then pooled = pooled + 1 end
+  elseif not asking(KEYS[3], owner) then
     identified = identified + 1
   end
 end
@@ -138,8 +144,7 @@ return redis.call('HDEL', KEYS[1], ARGV[1])
 _RELEASE = """
 if redis.call('ZREM', KEYS[1], ARGV[1]) == 0 then return 0 end
 redis.call('HDEL', KEYS[2], ARGV[1])
-redis.call('INCR', KEYS[3])
-redis.call('EXPIRE', KEYS[3], 120)
+if redis.call('INCR', KEYS[3]) == 1 then redis.call('EXPIRE', KEYS[3], 120) end
 return 1
 """
 
@@ -269,6 +274,7 @@ def admit(
     pipe = get_redis().pipeline(transaction=False)
     event_metrics.count_refusal(pipe, outcome)
     if outcome == BUSY:  # it will come back: its share counts until then
+        pipe.zremrangebyscore(asking, "-inf", now)  # those whose time lapsed
         pipe.zadd(asking, {client: now + wait + ASKING_GRACE_SECONDS})
     pipe.execute()
     return Decision(outcome, in_flight, limit, wait, held, share, pool)

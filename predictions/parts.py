@@ -12,6 +12,7 @@ A chord's header task (`joined`) keeps its finished part with its stage record
 from __future__ import annotations
 
 import logging
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from celery import Task
@@ -63,25 +64,35 @@ def model_part(
     return part  # type: ignore[return-value]
 
 
-def stored_model_part(
-    task: Task, request_id: str, name: str, history: PriceHistory, horizon: int, warm_start: bool
-) -> ModelPart | None:
-    """The model's part when the registry already holds the run that would answer (no
-    model code runs), else None and the model gets a task of its own. A lookup that fails
-    is a None too: the task will say what is wrong."""
-    clock = StageClock(task, f"model:{name}", request_id, touch=False)
+def stored_model_parts(
+    task: Task,
+    request_id: str,
+    names: Sequence[str],
+    history: PriceHistory,
+    horizon: int,
+    warm_start: bool,
+) -> list[ModelPart]:
+    """The parts of the models the registry already holds the answering run of (no model
+    code runs; one query for all their generations); every other model gets a task of its
+    own. A lookup that fails leaves every model to its task: the task will say what is
+    wrong."""
+    clocks = {name: StageClock(task, f"model:{name}", request_id, touch=False) for name in names}
     try:
-        run = answering.stored_model_run(
-            name, history, horizon, warm_start=warm_start, worker=task.request.hostname or ""
+        runs = answering.stored_model_runs(
+            names, history, horizon, warm_start=warm_start, worker=task.request.hostname or ""
         )
-    except Exception:  # noqa: BLE001 - the model's own task runs it and reports
-        log.warning("stored run of %s for %s unreadable", name, request_id, exc_info=True)
-        return None
-    if run is None:
-        return None
-    run = faults.injected(name, history, run)
-    run["stage"] = clock.stop("ok", "the registry's stored run", publish=False)
-    return results.travelling(run)  # type: ignore[return-value]
+    except Exception:  # noqa: BLE001 - the models' own tasks run them and report
+        log.warning("stored runs for %s unreadable", request_id, exc_info=True)
+        return []
+    found = []
+    for name in names:
+        run = runs.get(name)
+        if run is None:
+            continue
+        run = faults.injected(name, history, run)
+        run["stage"] = clocks[name].stop("ok", "the registry's stored run", publish=False)
+        found.append(results.travelling(run))
+    return found  # type: ignore[return-value]
 
 
 def sentiment_part(
@@ -132,7 +143,9 @@ def combine(
 ) -> dict[str, Any]:
     """Assemble the result and mark the request done, or failed with the reason: a request
     always reaches a final state."""
-    clock = StageClock(task, "combine", str(request.id))
+    # No touch: combining takes milliseconds, and its record (the request's progress) or
+    # the final state follows at once.
+    clock = StageClock(task, "combine", str(request.id), touch=False)
     try:
         result = results.assemble(request, parts, prices_stage, lambda: clock.stop("ok"))
     except Exception as exc:

@@ -54,11 +54,24 @@ def touch(request_id: str) -> None:
 
 
 def last_progress(request_ids: list[str]) -> dict[str, float]:
-    """When each request last started or finished a stage (absent: never, or Redis forgot)."""
+    """When each request last started a stage (`touch`) or finished one (its newest stage
+    record's end); absent: never, or Redis forgot. A record does not touch as well: the
+    sweeper reads its end here, one command less per event."""
     if not request_ids:
         return {}
-    values = get_redis().mget([_progress_key(request_id) for request_id in request_ids])
-    return {rid: float(v) for rid, v in zip(request_ids, values, strict=True) if v is not None}
+    pipe = get_redis().pipeline(transaction=False)
+    pipe.mget([_progress_key(request_id) for request_id in request_ids])
+    for request_id in request_ids:
+        pipe.lindex(_stages_key(request_id), -1)
+    touched, *newest = pipe.execute()
+    moved = {}
+    for request_id, started, record in zip(request_ids, touched, newest, strict=True):
+        times = [float(started)] if started is not None else []
+        if record is not None:
+            times.append(float(json.loads(record).get("finished_at") or 0.0))
+        if times:
+            moved[request_id] = max(times)
+    return moved
 
 
 def record_stage(request_id: str, record: dict[str, Any]) -> None:
@@ -108,7 +121,6 @@ def _record(
         pipe = get_redis().pipeline(transaction=False)
         pipe.rpush(_stages_key(request_id), *encoded)
         pipe.expire(_stages_key(request_id), STAGES_TTL_SECONDS)
-        pipe.set(_progress_key(request_id), time.time(), ex=STAGES_TTL_SECONDS)
         if part is not None:
             pipe.hset(_parts_key(request_id), *part)
             pipe.expire(_parts_key(request_id), settings.PREDICTION_TIMEOUT)

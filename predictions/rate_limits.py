@@ -1,4 +1,4 @@
-"""Rate limits as fixed-window counters in Redis: one INCR per request.
+"""Rate limits as fixed-window counters in Redis: one INCR per request and limit.
 
 Why not DRF's SimpleRateThrottle: it keeps a list of timestamps per client in the cache
 and reads and rewrites the whole list on every request (a GET and a SET of a growing
@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import functools
 import ipaddress
+import math
 import time
 from dataclasses import dataclass
 from typing import Any, cast
@@ -23,11 +24,15 @@ from plumbing.redis_client import script
 
 PREFIX = "stockserve:throttle"
 
-# KEYS: counter. ARGV: window seconds. Returns {requests in this window, seconds left}.
+# KEYS: counters. ARGV: each one's window seconds. Returns the requests in each window.
+# (The seconds left are the window's: windows are aligned to the epoch, `window_key`.)
 _COUNT = """
-local used = redis.call('INCR', KEYS[1])
-if used == 1 then redis.call('EXPIRE', KEYS[1], ARGV[1]) end
-return {used, redis.call('TTL', KEYS[1])}
+local used = {}
+for i, key in ipairs(KEYS) do
+  used[i] = redis.call('INCR', key)
+  if used[i] == 1 then redis.call('EXPIRE', key, ARGV[i]) end
+end
+return used
 """
 
 
@@ -141,6 +146,20 @@ def retry_after(seconds_left: int) -> int:
 
 def allows(scope: str, ident: str) -> tuple[bool, int]:
     """Count one request for `ident` in `scope`'s window: (allowed, seconds left)."""
-    rate = Rate.for_scope(scope)
-    used, seconds_left = script(_COUNT)([window_key(scope, ident, rate)], [rate.period])
-    return int(used) <= rate.limit, retry_after(int(seconds_left))
+    return allows_each([(scope, ident)])
+
+
+def allows_each(counted: list[tuple[str, str]]) -> tuple[bool, int]:
+    """Count one request in each (scope, ident)'s window, in one round trip: whether every
+    limit allows it, and the seconds left in the longest window that refuses (or in the
+    first window, when all allow)."""
+    now = time.time()
+    rates = [Rate.for_scope(scope) for scope, _ in counted]
+    keys = [
+        window_key(scope, ident, rate, now)
+        for (scope, ident), rate in zip(counted, rates, strict=True)
+    ]
+    used = script(_COUNT)(keys, [rate.period for rate in rates])
+    left = [rate.period - now % rate.period for rate in rates]
+    refused = [s for n, rate, s in zip(used, rates, left, strict=True) if int(n) > rate.limit]
+    return not refused, retry_after(math.ceil(max(refused) if refused else left[0]))

@@ -10,6 +10,7 @@ JOIN_MAX_PER_CLIENT questions in flight.
 from __future__ import annotations
 
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass
 from typing import Any
 
@@ -199,10 +200,13 @@ def _joined(
 
 def _insert(request: PredictionRequest) -> None:
     """Save a new request. A leader of the same question that is past its deadline but not
-    swept yet still holds the question: fail it (with its reason) and save again."""
+    swept yet still holds the question: fail it (with its reason) and save again. In a
+    transaction the INSERT gets a savepoint, so a refused one leaves the transaction
+    usable; outside one (a web request in autocommit) it is one statement, no
+    BEGIN/COMMIT around it."""
     for attempt in range(2):
         try:
-            with transaction.atomic():
+            with transaction.atomic() if _in_transaction() else nullcontext():
                 request.save(force_insert=True)
             return
         except IntegrityError:
@@ -211,3 +215,7 @@ def _insert(request: PredictionRequest) -> None:
             )
             if attempt or not final.fail_stale(question):
                 raise
+
+
+def _in_transaction() -> bool:
+    return transaction.get_connection().in_atomic_block

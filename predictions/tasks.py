@@ -42,7 +42,6 @@ def fetch_prices(self: Any, request_id: str) -> dict[str, Any] | None:
     request = _load_request(request_id)
     if request is None:
         return None
-    request.mark_running()
     clock = StageClock(self, "prices", request_id)
     try:
         history = inputs.fetch_history(request.symbol)
@@ -51,7 +50,7 @@ def fetch_prices(self: Any, request_id: str) -> dict[str, Any] | None:
         final.fail(request, f"Price data unavailable: {exc}")
         return {"ok": False, "error": str(exc), "stage": stage}
     key = price_store.save(history)
-    PredictionRequest.objects.filter(id=request_id).update(
+    request.mark_running(
         price_key=key, data_source=history.source, last_bar_date=history.last_bar_date
     )
     # Published by the strategy, with the stages it answers on its way (one event).

@@ -8,6 +8,7 @@ lookup. `predictions.parts` times the part and turns its failures into results.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from django.conf import settings
@@ -34,14 +35,44 @@ def model_run(
     return run
 
 
-def stored_model_run(
-    name: str, history: PriceHistory, horizon: int, *, warm_start: bool = True, worker: str = ""
-) -> dict[str, Any] | None:
-    """What `model_run` would answer when that is a lookup (the answering generation
-    already ran on these prices), else None: no model code runs."""
-    return _answering_run(
-        name, history, horizon, warm_start=warm_start, worker=worker, only_stored=True
-    )
+def stored_model_runs(
+    names: Sequence[str],
+    history: PriceHistory,
+    horizon: int,
+    *,
+    warm_start: bool = True,
+    worker: str = "",
+) -> dict[str, dict[str, Any] | None]:
+    """What `model_run` would answer for each model when that is a lookup (its answering
+    generation already ran on these prices), else None: no model code runs. One query
+    for all their answering generations (the serving one, or with REGISTRY_SHADOW off the
+    newest) instead of one or two per model: what a warm request's coordinator asks."""
+    if not warm_start:
+        known: Mapping[str, Any] = {}
+    elif settings.REGISTRY_SHADOW:
+        known = generations.serving_of(history.symbol, names)
+    else:
+        known = model_registry.latest_of(history.symbol, names)
+    return {
+        name: _answering_run(
+            name,
+            history,
+            horizon,
+            warm_start=warm_start,
+            worker=worker,
+            only_stored=True,
+            answering=known.get(name, NONE_YET) if warm_start else LOOK_UP,
+        )
+        for name in names
+    }
+
+
+class _Sentinel:
+    pass
+
+
+LOOK_UP = _Sentinel()  # the answering generation is not known yet: read it
+NONE_YET = _Sentinel()  # read already: none answers yet
 
 
 def _answering_run(
@@ -52,6 +83,7 @@ def _answering_run(
     warm_start: bool = True,
     worker: str = "",
     only_stored: bool = False,
+    answering: Any = LOOK_UP,
 ) -> dict[str, Any] | None:
     """Backtest and forecast one model with the generation that serves it.
 
@@ -63,13 +95,27 @@ def _answering_run(
     waits for it. Off, the newest generation serves as soon as it is trained.
 
     `only_stored`: the run only if the generation that would answer already made it on
-    these prices (a lookup, no model code run), else None.
+    these prices (a lookup, no model code run), else None. `answering`: the serving (or,
+    with shadow generations off, the newest) generation when the caller read it already,
+    NONE_YET when there is none.
     """
     if not settings.REGISTRY_SHADOW:
         return _newest_run(
-            name, history, horizon, warm_start=warm_start, worker=worker, only_stored=only_stored
+            name,
+            history,
+            horizon,
+            warm_start=warm_start,
+            worker=worker,
+            only_stored=only_stored,
+            newest=answering,
         )
-    served = generations.serving(history.symbol, name)
+    served = (
+        generations.serving(history.symbol, name)
+        if answering is LOOK_UP
+        else None
+        if answering is NONE_YET
+        else answering
+    )
     if served is None:
         first_run = _newest_run(
             name, history, horizon, warm_start=warm_start, worker=worker, only_stored=only_stored
@@ -218,6 +264,7 @@ def _newest_run(
     worker: str = "",
     serving: Any = None,
     only_stored: bool = False,
+    newest: Any = LOOK_UP,
 ) -> dict[str, Any] | None:
     """Backtest and forecast one model, reusing the newest registry generation (or the
     `serving` one, whose refit then serves at once) if it fits.
@@ -231,7 +278,7 @@ def _newest_run(
     """
     price_key = history.content_key()
     state_version = get_model_class(name).state_version
-    previous = (serving or model_registry.latest(history.symbol, name)) if warm_start else None
+    previous = (serving or _newest(history.symbol, name, newest)) if warm_start else None
     if previous is not None:
         stored = model_registry.stored_run(previous, horizon, price_key, state_version)
         if stored is not None:
@@ -269,6 +316,13 @@ def _newest_run(
         "run": "computed",
     }
     return payload
+
+
+def _newest(symbol: str, name: str, known: Any) -> Any:
+    """The newest generation: `known` when the caller read it (None for NONE_YET)."""
+    if known is LOOK_UP:
+        return model_registry.latest(symbol, name)
+    return None if known is NONE_YET else known
 
 
 def _reused(stored: dict[str, Any], generation: Any, key: tuple[int, str, int]) -> dict[str, Any]:

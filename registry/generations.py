@@ -29,6 +29,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from django.db import transaction
+from django.db.models import OuterRef, Subquery
 
 from forecasting import promotion
 from forecasting.degradation import band_sigma
@@ -75,6 +76,19 @@ def serving(symbol: str, model: str) -> ModelGeneration | None:
     """The generation that answers for this (symbol, model), or None before the first."""
     change = _last_change(symbol, model)
     return _generation(symbol, model, change.generation if change else None)
+
+
+def serving_of(symbol: str, models: Iterable[str]) -> dict[str, ModelGeneration]:
+    """`serving` of every model in one query (a model none serves yet is absent)."""
+    last_change = GenerationEvent.objects.filter(
+        symbol=symbol, model=OuterRef("model"), action__in=GenerationEvent.SERVING_CHANGES
+    )  # newest first, as `_last_change` reads it
+    rows = ModelGeneration.objects.filter(
+        symbol=symbol,
+        model__in=list(models),
+        generation=Subquery(last_change.values("generation")[:1]),
+    ).defer("state")
+    return {row.model: row for row in rows}
 
 
 def shadow(

@@ -38,6 +38,7 @@ from forecasting.degradation import (
     peer_sigmas,
     scaled,
 )
+from plumbing.lookup_cache import LookupCache
 from predictions.models import ForecastRecord, ForecastScore
 from registry.models import ModelHealth
 
@@ -46,6 +47,8 @@ WINDOW_DAYS = 400  # scored days the test looks back over
 BAND = "band"  # the row of a symbol that watches its band, not a model
 BAND_OFF = "band off"  # that row's state after its alarm
 NORMAL_80 = 1.2816  # half-widths per σ of a normal 80 % band: for a band without a stretch
+ALL = "every symbol"
+_demoted: LookupCache[dict[str, dict[str, str]]] = LookupCache()  # ALL: by symbol, by model
 
 
 class Days:
@@ -114,7 +117,7 @@ def evaluate(symbol: str) -> list[str]:
     errors = seen.errors
     demoted_now = []
     watching = dict(ModelHealth.objects.filter(symbol=symbol).values_list("model", "watching_from"))
-    yardsticks = [m for m in errors if m not in demoted(symbol)]  # a demoted model is none
+    yardsticks = [m for m in errors if m not in _read_demoted(symbol)]  # a demoted one is none
     for model, by_day in errors.items():
         start = watching.get(model)
         mine = [d for d in seen.days if d in by_day and (start is None or d >= start)]
@@ -148,6 +151,7 @@ def evaluate(symbol: str) -> list[str]:
             log.warning("model health: %s/%s demoted: %s", symbol, model, health.reason)
         health.save()
     _watch_band(symbol, seen, watching.get(BAND))
+    _demoted.forget(ALL)
     return demoted_now
 
 
@@ -191,7 +195,27 @@ def _units(banded: bool, unscaled: int, days: int) -> str:
 
 
 def demoted(symbol: str) -> dict[str, str]:
-    """Models of this symbol the ensemble must not weigh, with the reason."""
+    """Models of this symbol the ensemble must not weigh, with the reason: as this process
+    read every symbol's within LOOKUP_CACHE_SECONDS (every combiner asks; a demotion is
+    rare, and the demoted models of all symbols are a few rows)."""
+    every = _demoted.get(ALL)
+    if every is None:
+        every = _read_every_demotion()
+        _demoted.put(ALL, every)
+    return dict(every.get(symbol, {}))
+
+
+def _read_every_demotion() -> dict[str, dict[str, str]]:
+    by_symbol: dict[str, dict[str, str]] = defaultdict(dict)
+    rows = ModelHealth.objects.filter(state=ModelHealth.DEMOTED).values_list(
+        "symbol", "model", "reason"
+    )
+    for symbol, model, reason in rows:
+        by_symbol[symbol][model] = reason
+    return dict(by_symbol)
+
+
+def _read_demoted(symbol: str) -> dict[str, str]:
     rows = ModelHealth.objects.filter(symbol=symbol, state=ModelHealth.DEMOTED)
     return {row.model: row.reason for row in rows}
 
@@ -202,6 +226,7 @@ def reinstate(symbol: str, model: str, today: date) -> bool:
     updated = ModelHealth.objects.filter(symbol=symbol, model=model).update(
         state=ModelHealth.OK, reason="", since=None, watching_from=today, updated_at=timezone.now()
     )
+    _demoted.forget(ALL)
     return bool(updated)
 
 

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
+from collections.abc import Iterable
 from datetime import date
 from typing import Any
 
 from django.conf import settings
 from django.db import IntegrityError, transaction
-from django.db.models import Q
+from django.db.models import OuterRef, Q, Subquery
 
 from registry import generations
 from registry.models import ModelGeneration, StoredRun
@@ -28,6 +29,17 @@ STORED_RUN = "stored_run"
 def latest(symbol: str, model: str) -> ModelGeneration | None:
     """The newest generation, without its state (load that with `state_of` when needed)."""
     return ModelGeneration.objects.for_model(symbol, model).defer("state").first()
+
+
+def latest_of(symbol: str, models: Iterable[str]) -> dict[str, ModelGeneration]:
+    """`latest` of every model in one query (a model without a generation is absent)."""
+    newest = ModelGeneration.objects.filter(symbol=symbol, model=OuterRef("model")).order_by(
+        "-generation"
+    )
+    rows = ModelGeneration.objects.filter(
+        symbol=symbol, model__in=list(models), generation=Subquery(newest.values("generation")[:1])
+    ).defer("state")
+    return {row.model: row for row in rows}
 
 
 def state_of(generation: ModelGeneration) -> bytes:

@@ -33,7 +33,7 @@ from celery.worker import state as worker_state
 from django.conf import settings
 from django.db import close_old_connections
 
-from plumbing import event_metrics, log_context
+from plumbing import db_health, event_metrics, log_context
 from workers import presence, process_warmup, queue_wait
 
 # Sent by name: the fleet imports no feature app (market/tasks.py defines the task).
@@ -140,13 +140,26 @@ def count_finished_task(sender: Any = None, **kwargs: Any) -> None:
 
 
 @task_prerun.connect
-@task_postrun.connect
 def close_old_database_connections(task: Any = None, **kwargs: Any) -> None:
     """Django's rule for a web request, between tasks: a connection past CONN_MAX_AGE, or
-    broken, is closed (the next query opens a fresh one); a healthy one is kept. Not for
-    eager tasks, which run inside their caller's transaction."""
-    if not getattr(getattr(task, "request", None), "is_eager", False):
+    broken, is closed (the next query opens a fresh one); a healthy one is kept, and
+    health-checked only when it was not used without error just before
+    (`plumbing.db_health`). Not for eager tasks, which run inside their caller's
+    transaction."""
+    if not _eager(task):
         close_old_connections()
+        db_health.starting()
+
+
+@task_postrun.connect
+def close_database_connections_after(task: Any = None, **kwargs: Any) -> None:
+    if not _eager(task):
+        close_old_connections()
+        db_health.finished()
+
+
+def _eager(task: Any) -> bool:
+    return bool(getattr(getattr(task, "request", None), "is_eager", False))
 
 
 @before_task_publish.connect

@@ -5,7 +5,7 @@ every task message carries the time it was sent (a `sent_at` header, stamped on 
 in every process), and:
 
 * a task that starts records its wait (start - sent) in a short per-queue list (our own
-  Redis);
+  Redis; sent with its process's metrics, within a second: `plumbing.event_metrics`);
 * a message still waiting is read in place, in the broker's Redis: the oldest one's age is
   the wait so far.
 
@@ -24,6 +24,7 @@ from typing import Any
 
 from kombu.transport.redis import PRIORITY_STEPS, Channel
 
+from plumbing import event_metrics
 from plumbing.redis_client import broker_redis, get_redis
 from plumbing.stats import percentile
 from workers.queue_routing import QUEUES
@@ -54,11 +55,8 @@ def record_start(queue: str | None, sent_at: Any, now: float | None = None) -> N
         return
     now = time.time() if now is None else now
     entry = json.dumps([round(now, 3), round(max(0.0, now - float(sent_at)), 4)])
-    with contextlib.suppress(Exception):
-        pipe = get_redis().pipeline(transaction=False)
-        pipe.lpush(_recent_key(queue), entry)
-        pipe.ltrim(_recent_key(queue), 0, RECENT_KEEP - 1)
-        pipe.execute()
+    with contextlib.suppress(Exception):  # sent with this process's metrics, within a second
+        event_metrics.push_later(_recent_key(queue), entry, RECENT_KEEP)
 
 
 def _oldest_sent(raw: bytes | None) -> float | None:

@@ -104,6 +104,13 @@ class ForecastRecord(models.Model):
             members=members,
         )
         try:
+            # Most runs of a bar after its first find its forecast of record there (a
+            # fresh run on unchanged data): one read, not an insert in a transaction.
+            recorded = ForecastRecord.objects.filter(
+                symbol=entry.symbol, horizon=entry.horizon, as_of=entry.as_of
+            )
+            if recorded.exists():
+                return
             ForecastRecord.objects.bulk_create([entry], ignore_conflicts=True)
         except DatabaseError:  # the answer stands; only its record is missing
             log.exception("could not record the forecast of %s", prediction.id)

@@ -13,6 +13,8 @@ from typing import Any
 
 from django.conf import settings
 from django.db import models
+from django.db.models import Value
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 
@@ -214,10 +216,19 @@ class PredictionRequest(models.Model):
     # State transitions are single atomic UPDATEs guarded by the current status, so a
     # redelivered task or the sweeper can never move a finished request backwards.
 
-    def mark_running(self) -> bool:
+    def mark_running(self, **prices: Any) -> bool:
+        """Running, if still in flight, with the prices it runs on (`price_key`,
+        `data_source`, `last_bar_date`) in the same UPDATE: a request becomes `running`
+        once its prices are in, one statement instead of two. A redelivered task keeps the
+        first start."""
+        now = timezone.now()
         updated = PredictionRequest.objects.filter(id=self.id, status__in=ACTIVE).update(
-            status=Status.RUNNING, started_at=self.started_at or timezone.now()
+            status=Status.RUNNING, started_at=Coalesce("started_at", Value(now)), **prices
         )
+        if updated:
+            self.status, self.started_at = Status.RUNNING, self.started_at or now
+            for name, value in prices.items():
+                setattr(self, name, value)
         return bool(updated)
 
     def record_done(self, result: dict[str, Any]) -> bool:
@@ -258,7 +269,10 @@ class PredictionRequest(models.Model):
         return bool(updated)
 
     def settle_followers(self) -> list[PredictionRequest]:
-        """End the requests that joined this one as it ended; those it ended."""
+        """End the requests that joined this one as it ended; those it ended. A request
+        that may not be joined (a fresh run) has none: no query."""
+        if not self.joinable:
+            return []
         followers = list(PredictionRequest.objects.filter(answered_by=self, status__in=ACTIVE))
         if followers:
             PredictionRequest.objects.filter(

@@ -30,7 +30,6 @@ class CentralizedStrategy(Strategy):
 def run(task: Task, request: PredictionRequest) -> dict[str, Any]:
     """Every stage in this process: prices, each model, sentiment, combine."""
     request_id = str(request.id)
-    request.mark_running()
     clock = StageClock(task, "prices", request_id)
     try:
         history = inputs.fetch_history(request.symbol)
@@ -38,9 +37,8 @@ def run(task: Task, request: PredictionRequest) -> dict[str, Any]:
         clock.stop("error", str(exc))
         final.fail(request, f"Price data unavailable: {exc}")
         return {"ok": False, "error": str(exc)}
-    request.price_key = price_store.save(history)
-    PredictionRequest.objects.filter(id=request_id).update(
-        price_key=request.price_key,
+    request.mark_running(
+        price_key=price_store.save(history),
         data_source=history.source,
         last_bar_date=history.last_bar_date,
     )

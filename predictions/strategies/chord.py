@@ -72,10 +72,13 @@ class ChordStrategy(Strategy):
 def stored_parts(coordinator: Task, request: PredictionRequest, price_key: str) -> list[Part]:
     """The parts of the models the registry already answers for these prices."""
     history = price_store.load(price_key)
-    found = (
-        parts.stored_model_part(
-            coordinator, str(request.id), name, history, request.horizon, request.warm_start
+    return list(
+        parts.stored_model_parts(
+            coordinator,
+            str(request.id),
+            settings.PREDICTION_MODELS,
+            history,
+            request.horizon,
+            request.warm_start,
         )
-        for name in settings.PREDICTION_MODELS
     )
-    return [part for part in found if part is not None]

@@ -125,6 +125,10 @@ def test_each_role_of_redis_holds_only_its_own_keys(servers):
         answer = OutputQueue(servers["streams"].url).query("split-1", timeout=60)
         assert answer is not None and answer.status == "done", answer
         assert answer.prediction_id == prediction["id"]  # answered from the cached answer
+        # The queue waits go with a worker process's metrics, within a second.
+        eventually(
+            lambda: "stockserve:queue-waits:cpu" in keys(servers["own"]), 10, "the queue waits"
+        )
         broker, results, own, streams = (keys(servers[role]) for role in ROLES)
     # The broker: Celery's queues and bindings, and of ours only the epoch marker.
     assert {"_kombu.binding.io", "_kombu.binding.cpu"} <= broker

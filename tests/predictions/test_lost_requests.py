@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Iterator
 from datetime import timedelta
@@ -73,10 +74,13 @@ def test_a_request_that_stopped_moving_is_dispatched_again_but_a_moving_one_is_n
     stalled = make_request(Status.RUNNING, -200, dispatched_at=quiet_since)
     moving = make_request(Status.RUNNING, -200, dispatched_at=quiet_since)
     progress.touch(str(moving.id))  # a stage of it just started
+    finished = make_request(Status.RUNNING, -200, dispatched_at=quiet_since)
+    now = time.time()  # a stage of it just finished (a record, no touch)
+    progress.record_stage(str(finished.id), {"stage": "prices", "finished_at": now})
     assert sweep().redispatched == 1
-    stalled.refresh_from_db()
-    moving.refresh_from_db()
-    assert (stalled.attempts, moving.attempts) == (2, 1)
+    for request in (stalled, moving, finished):
+        request.refresh_from_db()
+    assert (stalled.attempts, moving.attempts, finished.attempts) == (2, 1, 1)
 
 
 def test_a_request_lost_too_often_fails_with_the_reason(settings):

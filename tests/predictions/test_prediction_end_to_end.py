@@ -136,7 +136,9 @@ def test_followers_fail_with_their_leader():
     from predictions.models import PredictionRequest
     from predictions.submission import join
 
-    leader = PredictionRequest.objects.create(symbol="AAPL", horizon=5, status="running")
+    leader = PredictionRequest.objects.create(
+        symbol="AAPL", horizon=5, status="running", joinable=True
+    )  # as `leader_for` finds them
     follower = join(leader, None)
     assert follower.status == "running"
 
@@ -150,7 +152,9 @@ def test_a_follower_of_a_leader_that_just_finished_settles_itself():
     from predictions.models import PredictionRequest
     from predictions.submission import join
 
-    leader = PredictionRequest.objects.create(symbol="AAPL", horizon=5, status="running")
+    leader = PredictionRequest.objects.create(
+        symbol="AAPL", horizon=5, status="running", joinable=True
+    )  # as `leader_for` finds them
     stale_view = PredictionRequest.objects.get(id=leader.id)
     final.finish(leader, {"request_id": str(leader.id), "stages": []})
     follower = join(stale_view, None)  # the leader finished between lookup and join
