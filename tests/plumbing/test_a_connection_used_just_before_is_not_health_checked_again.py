@@ -9,7 +9,7 @@ from django.db import connection
 
 from plumbing import db_health
 
-pytestmark = pytest.mark.django_db(transaction=True)
+pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.postgres]
 
 
 @pytest.fixture

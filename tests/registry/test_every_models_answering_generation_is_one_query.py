@@ -11,7 +11,7 @@ import pytest
 from registry import generations, model_registry
 from registry.models import ModelGeneration
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.postgres]
 
 
 def make(model: str, number: int) -> ModelGeneration:
