@@ -277,8 +277,8 @@ def offer(
 def warm_up(cluster: Cluster, k: int, kind: str, per_host: int = 4) -> dict[str, Any]:
     """Unmeasured predictions of the ladder's kind at once, `per_host` for each host: a new
     host's first ones store price data and model generations, the first warm ones read
-    what cold ones stored. That is start-up, not throughput (as the experiment's and
-    step-load's warm-ups), and k = 2's ladders would otherwise find it done for them."""
+    what cold ones stored. That is start-up, not throughput (as the experiment's
+    warm-up), and k = 2's ladders would otherwise find it done for them."""
     raw = KeptLog(RAW_DIR / f"k{k}-{kind}-warm-up.csv")
     began = time.monotonic()
     try:

@@ -13,7 +13,7 @@ the server it measures, so its own CPU must stay small; one event loop (uvloop w
 installed) holds thousands of arrivals in flight where a thread per arrival would not.
 
 Every load the project offers is a schedule over `run`: `make experiment` and the lab's
-`step-load` and `cluster-bench` (predictions submitted, then long-polled until final),
+`cluster-bench` (predictions submitted, then long-polled until final),
 `bench-api` (one request per arrival), `bench-batching` (calls into a batcher in the same
 process, no HTTP). Each arrival becomes one `rawlog.Row`, the raw data every reported
 statistic is computed from.

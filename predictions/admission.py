@@ -240,7 +240,7 @@ def queue_rank(client: str, place: int) -> int:
     step further back. Places share the service; ranks share the workers' time, so a client
     asking once is served next, not after another's many. Anonymous clients come after
     identified ones because an address costs nothing to change: two of them at their rate
-    limit otherwise keep a client with a token waiting behind them (`make -C lab abuse`)."""
+    limit otherwise keep a client with a token waiting behind them (the lab's abuse study)."""
     anonymous = 1 if is_anonymous(client) else 0
     return min(place - 1 + anonymous, 2)
 

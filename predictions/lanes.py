@@ -2,7 +2,7 @@
 
 Why: anonymous clients' pipelines, admitted within their pool's share, ran on the worker
 processes identified clients' pipelines need, and a task already running is not preempted,
-so an identified question waited for a process at each stage (`make -C lab abuse`: its p95 2.2 to
+so an identified question waited for a process at each stage (the lab's abuse study: its p95 2.2 to
 3.9 times the quiet one). Questions no identified client waits for, anonymous clients' and
 the service's own (the watchlist, model health's retraining: `precomputed`), take the
 spare lane: the `spare` queue, whose worker runs at a lower CPU priority

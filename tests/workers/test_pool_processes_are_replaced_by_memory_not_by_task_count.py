@@ -1,7 +1,7 @@
 """A pool process is replaced when it holds too much memory, never after a count of tasks.
 
 A count-based replacement stalls a one-process pool while the successor warms up (its
-models, the recent runs, TensorFlow): `make -C lab step-load` showed it as a p95 spike every
+models, the recent runs, TensorFlow): the lab's step-load study showed it as a p95 spike every
 ~40 s. Memory is what the replacement guards against, so memory is what triggers it.
 """
 
