@@ -143,6 +143,9 @@ def cluster(django_db_setup: None, django_db_blocker: object) -> Iterator[Cluste
                         "PRICE_PROVIDERS": "sample",
                         "MENTION_PROVIDERS": "sample",
                         "TF_CPP_MIN_LOG_LEVEL": "2",
+                        # The hosts' workers outlive each test's database, as the suite's
+                        # do: nothing kept from an earlier test's rows (tests/plugin.py).
+                        "LOOKUP_CACHE_SECONDS": "0",
                     },
                     "stockserve_source_dir": str(source),
                     "stockserve_bundle_dir": str(net.root / "bundles"),
