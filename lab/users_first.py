@@ -29,17 +29,30 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import functools
 import json
 import shutil
 import sqlite3
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import psycopg
+
+from devstack.postgres import ThrowawayPostgres
 from devstack.supervisor import Supervisor
+from lab import cpu
 from lab.harness import REPORTS, Stack, header, predict, study
-from lab.users_first_report import judge, latency_summary, refresh_counts, report, shadow_counts
+from lab.users_first_report import (
+    judge,
+    latency_summary,
+    refresh_counts,
+    report,
+    shadow_counts,
+    stage_summary,
+)
 from loadtests.deployment import wait_until
 from loadtests.report import machine
 
@@ -62,26 +75,88 @@ class Side(Stack):
         return env
 
 
-def read_db(db: Path, watched: list[tuple[str, int]]) -> dict[str, Any]:
+class Databases:
+    """Each stack's database: a file in its folder (SQLite, `make run`'s default) or, with
+    `--database postgres`, a database of its own on one throwaway PostgreSQL server (the
+    production database: no single writer's lock between the lanes). A copy of the prepared
+    one where asked: its files, or `CREATE DATABASE ... TEMPLATE`."""
+
+    def __init__(self, kind: str) -> None:
+        self.pg = ThrowawayPostgres().start() if kind == "postgres" else None
+
+    def place(self, var: Path, copy_of: str | None) -> dict[str, str]:
+        """A database for the stack in `var`; the settings that name it."""
+        if self.pg is None:
+            if copy_of is not None:  # and its write-ahead log, should a process have left one
+                for part in Path(copy_of).parent.glob(f"{Path(copy_of).name}*"):
+                    if not part.name.endswith("-shm"):
+                        shutil.copy2(part, var / part.name)
+            return {}
+        template = f' TEMPLATE "{copy_of}"' if copy_of else ""
+        with psycopg.connect(self.url("postgres"), autocommit=True) as con:
+            con.execute(f'CREATE DATABASE "{var.name}"{template}'.encode())
+        return {"DATABASE_URL": self.url(var.name)}
+
+    def url(self, name: str) -> str:
+        assert self.pg is not None
+        return self.pg.url.rsplit("/", 1)[0] + "/" + name
+
+    def name_of(self, stack: Stack) -> str:
+        return str(stack.var_dir / "db.sqlite3") if self.pg is None else stack.var_dir.name
+
+    def rows(self, stack: Stack, sql: str) -> list[tuple[Any, ...]]:
+        if self.pg is not None:
+            with psycopg.connect(self.url(stack.var_dir.name)) as con:
+                return con.execute(sql.encode()).fetchall()
+        db = f"file:{self.name_of(stack)}?mode=ro"
+        with contextlib.closing(sqlite3.connect(db, uri=True, timeout=30)) as con:
+            return con.execute(sql).fetchall()
+
+    def stop(self) -> None:
+        if self.pg is not None:
+            self.pg.stop()
+
+
+def _json(value: Any) -> Any:
+    return json.loads(value) if isinstance(value, str | bytes) else value  # PostgreSQL: parsed
+
+
+def read_db(
+    rows: Callable[[str], list[tuple[Any, ...]]], watched: list[tuple[str, int]]
+) -> dict[str, Any]:
     """The counts, from the finished answers, the forecasts of record and the watchlist's
     pipelines."""
-    with contextlib.closing(sqlite3.connect(f"file:{db}?mode=ro", uri=True, timeout=30)) as con:
-        answers = con.execute(
-            "SELECT symbol, horizon, last_bar_date, result FROM predictions_predictionrequest"
-            " WHERE status = 'done' AND result IS NOT NULL"
-        ).fetchall()
-        records = con.execute(
-            "SELECT symbol, horizon, as_of, members FROM predictions_forecastrecord"
-        ).fetchall()
-        pipelines = con.execute(
-            "SELECT symbol, horizon, status FROM predictions_predictionrequest WHERE precomputed"
-        ).fetchall()
+    answers = rows(
+        "SELECT symbol, horizon, last_bar_date, result FROM predictions_predictionrequest"
+        " WHERE status = 'done' AND result IS NOT NULL"
+    )
+    records = rows("SELECT symbol, horizon, as_of, members FROM predictions_forecastrecord")
+    pipelines = rows(
+        "SELECT symbol, horizon, status FROM predictions_predictionrequest WHERE precomputed"
+    )
     made, expected = shadow_counts(
-        [((s, h, str(day)), json.loads(result)) for s, h, day, result in answers],
-        {(s, h, str(day)): json.loads(members) for s, h, day, members in records},
+        [((s, h, str(day)), _json(result)) for s, h, day, result in answers],
+        {(s, h, str(day)): _json(members) for s, h, day, members in records},
     )
     counts = {"shadows_made": made, "shadows_expected": expected}
     return {**counts, **refresh_counts(pipelines, watched)}
+
+
+def cpu_by_lane(stack: Stack) -> dict[str, float]:
+    """CPU seconds so far of the stack's spare worker (the background's lane) and of the
+    rest (the web, the usual workers, Redis): whether a question's own processes spend
+    more CPU beside background work, or wait longer for the same CPU."""
+    assert stack.proc is not None
+    every = cpu.descendants([stack.proc.pid])
+    spare_roots = [pid for pid in every if b"-Q\0spare" in _cmdline(pid)]
+    spare = cpu.descendants(spare_roots)
+    return {"spare": cpu.cpu_seconds(spare), "questions": cpu.cpu_seconds(every - spare)}
+
+
+def _cmdline(pid: int) -> bytes:
+    with contextlib.suppress(OSError):
+        return Path(f"/proc/{pid}/cmdline").read_bytes()
+    return b""
 
 
 def pending(stack: Stack) -> dict[str, int]:
@@ -91,25 +166,24 @@ def pending(stack: Stack) -> dict[str, int]:
 
 
 class UsersFirst:
-    def __init__(self, args: argparse.Namespace, sup: Supervisor, workdir: Path) -> None:
-        self.args, self.sup, self.workdir = args, sup, workdir
+    def __init__(
+        self, args: argparse.Namespace, sup: Supervisor, workdir: Path, databases: Databases
+    ) -> None:
+        self.args, self.sup, self.workdir, self.databases = args, sup, workdir, databases
         self.logs = workdir / "logs"
         self.logs.mkdir()
         self.stacks = 0
-        self.prepared: Path | None = None
+        self.prepared: str | None = None
 
-    def stack(self, side: str, seed: str, database: Path | None = None) -> tuple[Side, str]:
+    def stack(self, side: str, seed: str, database: str | None = None) -> tuple[Side, str]:
         """A new stack's folder (with a copy of `database`), migrated, and a token of an
         identified client (a person: the usual lane); not started yet."""
         self.stacks += 1
-        var = self.workdir / f"var-{self.stacks}-{side}"
+        var = self.workdir / f"var_{self.stacks}_{side}"
         var.mkdir(mode=0o700)
-        if database is not None:  # and its write-ahead log, should a process have left one
-            for part in database.parent.glob(f"{database.name}*"):
-                if not part.name.endswith("-shm"):
-                    shutil.copy2(part, var / part.name)
-        off = OFF if side == "off" else {}
-        stack = Side(self.sup, var, self.logs, extra={"MODEL_SEED": seed, **off})
+        named = self.databases.place(var, database)
+        settings = OFF if side == "off" else self.args.on_settings
+        stack = Side(self.sup, var, self.logs, extra={"MODEL_SEED": seed, **named, **settings})
         stack.manage("migrate", "-v", "0")
         return stack, stack.manage("create_api_token", "users-first")
 
@@ -124,7 +198,7 @@ class UsersFirst:
         stack.stop()
         return first_ms
 
-    def prepare(self, stack: Side, token: str) -> Path:
+    def prepare(self, stack: Side, token: str) -> str:
         """The trained stack restarted with a new recipe for every model until each has a
         shadow pending; its database."""
         stack.stop()
@@ -140,7 +214,7 @@ class UsersFirst:
 
         wait_until(every, time.monotonic() + self.args.settle, "a shadow for every model", self.sup)
         stack.stop()
-        return stack.var_dir / "db.sqlite3"
+        return self.databases.name_of(stack)
 
     def timed(self, side: str) -> dict[str, Any]:
         """New horizons on unchanged data, then the background work waited for and counted."""
@@ -149,7 +223,7 @@ class UsersFirst:
         ask = "import json; from market import watchlist; print(json.dumps(watchlist.questions()))"
         watched = [tuple(q) for q in json.loads(stack.manage("shell", "-c", ask).splitlines()[-1])]
         stack.start()
-        db = stack.var_dir / "db.sqlite3"
+        db = functools.partial(self.databases.rows, stack)
         shadows = pending(stack)
         warm_up_ms, _ = predict(stack.base, token, symbol=SYMBOL, horizon=WARM_UP_HORIZON,
                                 use_cache=False)  # fmt: skip
@@ -158,10 +232,21 @@ class UsersFirst:
                 wait_until(lambda: read_db(db, watched)["refreshes_in_flight"] > 0,
                            time.monotonic() + 180, "the watchlist's refresh", self.sup)  # fmt: skip
         at_start = read_db(db, watched)["refreshes_in_flight"]
-        latencies = [
-            predict(stack.base, token, symbol=SYMBOL, horizon=h, use_cache=False)[0]
+        cpu_before, busy_before, clock = (
+            cpu_by_lane(stack),
+            cpu.machine_busy_seconds(),
+            time.monotonic(),
+        )
+        answered = [
+            predict(stack.base, token, symbol=SYMBOL, horizon=h, use_cache=False)
             for h in self.args.horizon_list
         ]
+        latencies = [ms for ms, _ in answered]
+        cpu_after, busy_after = cpu_by_lane(stack), cpu.machine_busy_seconds()
+        window = time.monotonic() - clock
+        per_question = {
+            lane: 1000 * (cpu_after[lane] - cpu_before[lane]) / len(answered) for lane in cpu_after
+        }
         at_end = read_db(db, watched)["refreshes_in_flight"]
         load = machine()["load_average"]
 
@@ -177,7 +262,10 @@ class UsersFirst:
         return {
             "latencies_ms": latencies,
             **latency_summary(latencies),
+            "stages_ms": stage_summary(answered),
             "warm_up_ms": warm_up_ms,
+            "cpu_ms_per_question": per_question,
+            "cores_busy": (busy_after - busy_before) / window,
             "pending": shadows,
             "watchlist_in_flight": [at_start, at_end],
             "load_average": load,
@@ -199,12 +287,19 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--runs", type=int, default=3, help="runs, alternating the order")
     parser.add_argument("--horizons", type=int, default=12, help="new horizons from 3 on")
     parser.add_argument("--settle", type=float, default=300, help="s to wait for background")
+    parser.add_argument("--database", choices=["sqlite", "postgres"], default="sqlite",
+                        help="the stacks' database: make run's SQLite, or PostgreSQL")  # fmt: skip
     parser.add_argument("--keep", action="store_true", help="keep the work folder (logs)")
+    parser.add_argument(
+        "--on", default="", metavar="KEY=VALUE ...",
+        help="settings for on's stacks (e.g. REGISTRY_SHADOW=false: the watchlist's share)",
+    )  # fmt: skip
     parser.add_argument("--reports", type=Path, default=REPORTS)
     args = parser.parse_args(argv)
     if args.quick:
         args.runs, args.horizons, args.settle = 1, 4, 180
     args.horizon_list = list(range(3, 3 + args.horizons))
+    args.on_settings = dict(word.split("=", 1) for word in args.on.split())
     return args
 
 
@@ -212,10 +307,16 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
 
     def measure(sup: Supervisor, workdir: Path) -> dict[str, Any]:
-        lab = UsersFirst(args, sup, workdir)
-        results = {**header("lab.users_first"), "symbol": SYMBOL, "off": OFF_WORDS}
-        results["horizons"] = args.horizon_list
-        results["runs"] = [lab.run(i) for i in range(args.runs)]
+        databases = Databases(args.database)
+        try:
+            lab = UsersFirst(args, sup, workdir, databases)
+            results = {**header("lab.users_first"), "symbol": SYMBOL, "off": OFF_WORDS}
+            results["database"] = args.database
+            results["on"] = args.on or "as shipped"
+            results["horizons"] = args.horizon_list
+            results["runs"] = [lab.run(i) for i in range(args.runs)]
+        finally:
+            databases.stop()
         return {**results, "machine_after": machine()}
 
     return study("users-first", measure, report, args.reports, keep=args.keep)

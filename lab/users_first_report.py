@@ -26,6 +26,32 @@ def latency_summary(latencies: list[float]) -> dict[str, float]:
     }
 
 
+def covered(spans: list[tuple[float, float]]) -> float:
+    """The time inside at least one of `spans` (stages run side by side)."""
+    total, reached = 0.0, float("-inf")
+    for start, end in sorted(spans):
+        total += max(0.0, end - max(start, reached))
+        reached = max(reached, end)
+    return total
+
+
+def stage_summary(answered: list[tuple[float, dict[str, Any]]]) -> dict[str, float]:
+    """Where the answers' time went, median ms: each stage's run, and what no stage ran
+    (the web's part, the queues and the hand-offs between stages): where background
+    work's delay shows."""
+    runs: dict[str, list[float]] = {}
+    outside = []
+    for latency_ms, prediction in answered:
+        stages = prediction.get("stages") or []
+        for stage in stages:
+            runs.setdefault(stage["stage"], []).append(stage["duration_ms"])
+        if stages:
+            outside.append(latency_ms - 1000 * covered([(s["started_at"], s["finished_at"])
+                                                        for s in stages]))  # fmt: skip
+    summary = {name: percentile(ms, 50) or 0.0 for name, ms in sorted(runs.items())}
+    return {**summary, "outside stages": percentile(outside, 50) or 0.0}
+
+
 def shadow_counts(
     answers: list[tuple[Key, dict[str, Any]]], records: dict[Key, dict[str, Any]]
 ) -> tuple[int, int]:
@@ -93,6 +119,20 @@ def run_table(number: int, run: dict[str, Any]) -> list[str]:
             f"{side['pending']['shadows']} of {side['pending']['models']} models | "
             f"{side['load_average']} |"
         )
+    if "cpu_ms_per_question" in off:
+        lines += ["", "| CPU ms per question | the questions' processes | the spare worker "
+                  "| cores busy |", "| --- | --- | --- | --- |"]  # fmt: skip
+        for name, side in (("on", on), ("off", off)):
+            used = side["cpu_ms_per_question"]
+            lines.append(f"| {name} | {fmt(used['questions'], 1)} | {fmt(used['spare'], 1)} | "
+                         f"{side['cores_busy']:.2f} |")  # fmt: skip
+    names = list(off.get("stages_ms", {}))
+    if names:
+        lines += ["", "| median ms | " + " | ".join(names) + " |",
+                  "| --- |" + " --- |" * len(names)]  # fmt: skip
+        for name, side in (("on", on), ("off", off)):
+            row = [fmt(side["stages_ms"].get(stage, 0.0), 1) for stage in names]
+            lines.append(f"| {name} | " + " | ".join(row) + " |")
     lines += ["", "| goal | verdict |", "| --- | --- |"]
     lines += [f"| {goal} | {WORD[ok]} |" for goal, ok in run["verdicts"].items()]
     return [*lines, ""]
@@ -109,8 +149,10 @@ def report(results: dict[str, Any]) -> str:
         f"{m['load_average']}, after {results['machine_after']['load_average']}. Command: "
         f"`{results['command']}`.",
         "",
-        f"On: the watchlist and shadow generations as shipped, a shadow pending for every "
-        f"model. Off: `{results['off']}`. Each: {results['symbol']} at horizons "
+        f"On: the watchlist and shadow generations {results.get('on', 'as shipped')}, a "
+        f"shadow pending for every model, on {results.get('database', 'sqlite')}. Off: "
+        f"`{results['off']}`. Each: {results['symbol']} "
+        "at horizons "
         f"{results['horizons'][0]}–{results['horizons'][-1]} (`use_cache: false`) one after "
         "another, after one warm-up question; the first question is the first one a fresh "
         "stack is asked, at once (cold), off's is the cold time.",

@@ -10,7 +10,14 @@ import pytest
 
 from devstack.supervisor import Supervisor
 from lab.users_first import OFF, Side
-from lab.users_first_report import judge, latency_summary, refresh_counts, report, shadow_counts
+from lab.users_first_report import (
+    judge,
+    latency_summary,
+    refresh_counts,
+    report,
+    shadow_counts,
+    stage_summary,
+)
 
 DAY = "2013-03-01"
 
@@ -153,3 +160,22 @@ def test_on_runs_with_the_background_as_shipped_and_off_turns_both_off(monkeypat
     assert on["MARKET_CLOCK"] == "live" and on["MODEL_SEED"] == "1"
     assert off["PRECOMPUTE_SYMBOLS"] == "" and off["REGISTRY_SHADOW"] == "false"
     assert "PRECOMPUTE_EVERY" not in off
+
+
+def test_the_time_no_stage_ran_is_the_answer_less_the_stages_side_by_side():
+    def stage(name: str, start: float, end: float) -> dict[str, Any]:
+        return {"stage": name, "started_at": start, "finished_at": end,
+                "duration_ms": (end - start) * 1000}  # fmt: skip
+
+    prediction = {"stages": [
+        stage("prices", 0.000, 0.010),
+        stage("model:a", 0.020, 0.050),
+        stage("model:b", 0.030, 0.060),  # beside model:a: 0.020-0.060 counted once
+        stage("combine", 0.070, 0.080),
+    ]}  # fmt: skip
+    summary = stage_summary([(100.0, prediction), (120.0, prediction)])
+
+    assert summary["model:a"] == pytest.approx(30.0)
+    assert summary["combine"] == pytest.approx(10.0)
+    # the stages cover 10 + 40 + 10 = 60 ms of each answer: 40 and 60 ms were outside them
+    assert summary["outside stages"] == pytest.approx(50.0)
