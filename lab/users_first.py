@@ -150,7 +150,21 @@ def cpu_by_lane(stack: Stack) -> dict[str, float]:
     every = cpu.descendants([stack.proc.pid])
     spare_roots = [pid for pid in every if b"-Q\0spare" in _cmdline(pid)]
     spare = cpu.descendants(spare_roots)
-    return {"spare": cpu.cpu_seconds(spare), "questions": cpu.cpu_seconds(every - spare)}
+    return {
+        "spare": cpu.cpu_seconds(spare),
+        "questions": cpu.cpu_seconds(every - spare),
+        "questions waiting": sum(_run_queue_wait(pid) for pid in every - spare),
+    }
+
+
+def _run_queue_wait(pid: int) -> float:
+    """Seconds this process's threads spent ready to run but waiting for a core
+    (/proc/PID/task/TID/schedstat's second field, in ns)."""
+    total = 0
+    for stat in Path(f"/proc/{pid}/task").glob("*/schedstat"):
+        with contextlib.suppress(OSError, IndexError, ValueError):
+            total += int(stat.read_text().split()[1])
+    return total / 1e9
 
 
 def _cmdline(pid: int) -> bytes:

@@ -120,12 +120,14 @@ def run_table(number: int, run: dict[str, Any]) -> list[str]:
             f"{side['load_average']} |"
         )
     if "cpu_ms_per_question" in off:
-        lines += ["", "| CPU ms per question | the questions' processes | the spare worker "
-                  "| cores busy |", "| --- | --- | --- | --- |"]  # fmt: skip
+        lines += ["", "| ms per question | CPU: the questions' processes | their wait for a "
+                  "core | CPU: the spare worker | cores busy |",
+                  "| --- | --- | --- | --- | --- |"]  # fmt: skip
         for name, side in (("on", on), ("off", off)):
             used = side["cpu_ms_per_question"]
-            lines.append(f"| {name} | {fmt(used['questions'], 1)} | {fmt(used['spare'], 1)} | "
-                         f"{side['cores_busy']:.2f} |")  # fmt: skip
+            waited = fmt(used.get("questions waiting", 0.0), 1)
+            lines.append(f"| {name} | {fmt(used['questions'], 1)} | {waited} | "
+                         f"{fmt(used['spare'], 1)} | {side['cores_busy']:.2f} |")  # fmt: skip
     names = list(off.get("stages_ms", {}))
     if names:
         lines += ["", "| median ms | " + " | ".join(names) + " |",
