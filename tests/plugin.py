@@ -42,6 +42,9 @@ os.environ.setdefault("THROTTLE_EXPENSIVE", "10000/min")
 # Each test starts with an empty database while the processes live on: nothing kept from
 # an earlier test's rows (a test of the per-process lookups sets its own).
 os.environ.setdefault("LOOKUP_CACHE_SECONDS", "0")
+# The suite keeps the machine's cores busy with other tests: a spare-lane task would wait
+# out SPARE_YIELD_SECONDS at every start (its own test sets it).
+os.environ.setdefault("SPARE_YIELD_SECONDS", "0")
 # Playwright's sync API keeps an event loop on the test thread; the ORM calls it makes
 # from there are still synchronous.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")

@@ -34,7 +34,8 @@ from django.conf import settings
 from django.db import close_old_connections
 
 from plumbing import db_health, event_metrics, log_context
-from workers import presence, process_warmup, queue_wait
+from workers import presence, process_warmup, queue_wait, yielding
+from workers.queue_routing import SPARE
 
 # Sent by name: the fleet imports no feature app (market/tasks.py defines the task).
 REFRESH_WATCHLIST = "workers.tasks.refresh_watchlist"
@@ -178,6 +179,20 @@ def record_queue_wait(task: Any = None, **kwargs: Any) -> None:
         sent_at = (getattr(request, "headers", None) or {}).get(queue_wait.SENT_HEADER)
     queue = (request.delivery_info or {}).get("routing_key")
     queue_wait.record_start(queue, sent_at)
+
+
+@task_prerun.connect
+def yield_to_questions(task: Any = None, **kwargs: Any) -> None:
+    """A spare-lane task starts on cores the questions leave idle (workers/yielding.py)."""
+    if _eager(task) or settings.SPARE_YIELD_SECONDS <= 0:
+        return
+    if process_warmup.queues_served() != {SPARE}:
+        return
+    waited = yielding.wait_for_idle_cores(
+        settings.SPARE_YIELD_SECONDS, settings.SPARE_YIELD_FREE_CORES
+    )
+    if waited >= settings.SPARE_YIELD_SECONDS:
+        log.info("%s starts after %.1f s: the cores stayed busy", task.name, waited)
 
 
 @task_prerun.connect

@@ -143,9 +143,11 @@ def cluster(django_db_setup: None, django_db_blocker: object) -> Iterator[Cluste
                         "PRICE_PROVIDERS": "sample",
                         "MENTION_PROVIDERS": "sample",
                         "TF_CPP_MIN_LOG_LEVEL": "2",
-                        # The hosts' workers outlive each test's database, as the suite's
-                        # do: nothing kept from an earlier test's rows (tests/plugin.py).
+                        # As the suite's own workers (tests/plugin.py): nothing kept from
+                        # an earlier test's rows (the workers outlive each test's database)
+                        # and no spare task waiting for cores the suite keeps busy.
                         "LOOKUP_CACHE_SECONDS": "0",
+                        "SPARE_YIELD_SECONDS": "0",
                     },
                     "stockserve_source_dir": str(source),
                     "stockserve_bundle_dir": str(net.root / "bundles"),

@@ -1,0 +1,96 @@
+"""A spare-lane task starts once the work that is not niced (the questions' processes)
+leaves cores idle, and waits at most SPARE_YIELD_SECONDS: background work is delayed for
+the questions, never dropped. Read from /proc/stat's counters, built here."""
+
+from __future__ import annotations
+
+import pytest
+
+from workers import lifecycle, yielding
+
+CORES = 2
+
+
+def stat_line(user: int, nice: int, system: int, idle: int) -> str:
+    return f"cpu  {user} {nice} {system} {idle} 0 0 0 0 0 0\ncpu0 0 0 0 0 0 0 0 0 0 0\n"
+
+
+class Host:
+    """/proc/stat's readings, 20 ms apart (4 ticks of 100 Hz on two cores): each step
+    adds `questions` ticks of work that is not niced, and the niced spare's and idle
+    ticks make up the rest."""
+
+    def __init__(self, questions: list[int]) -> None:
+        self.steps = iter(questions)
+        self.user = self.nice = self.idle = 0
+        self.now = 0.0
+
+    def read(self) -> tuple[int, int]:
+        return yielding.cpu_times(stat_line(self.user, self.nice, 0, self.idle))
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+        busy = next(self.steps, 0)
+        self.user += busy
+        self.nice += max(0, 3 - busy)  # the spare worker takes what is left, bar a tick
+        self.idle += 4 - busy - max(0, 3 - busy)
+
+    def clock(self) -> float:
+        return self.now
+
+
+def wait(host: Host, most_seconds: float = 10.0) -> float:
+    return yielding.wait_for_idle_cores(
+        most_seconds, 1.5, read=host.read, sleep=host.sleep, clock=host.clock, cores=CORES
+    )
+
+
+def test_niced_time_is_not_the_questions_work():
+    assert yielding.cpu_times(stat_line(100, 900, 20, 80)) == (120, 1100)
+    assert yielding.busy_cores((0, 0), (3, 4), cores=2) == pytest.approx(1.5)
+
+
+def test_a_task_waits_while_a_question_keeps_the_cores_busy_then_starts():
+    host = Host([4, 3, 3, 0])  # a question's stages on both cores, then none
+
+    assert wait(host) == pytest.approx(4 * yielding.WINDOW_SECONDS)
+
+
+def test_a_task_on_an_idle_host_starts_after_one_look():
+    assert wait(Host([0])) == pytest.approx(yielding.WINDOW_SECONDS)
+
+
+def test_a_task_waits_at_most_its_bound_however_busy_the_host_stays():
+    host = Host([4] * 10_000)
+
+    waited = wait(host, most_seconds=1.0)
+
+    assert 1.0 <= waited < 1.0 + 2 * yielding.WINDOW_SECONDS
+
+
+def test_a_big_host_lets_background_work_beside_a_question():
+    assert yielding.busy_limit(1.5, cores=2) == 0.5
+    assert yielding.busy_limit(1.5, cores=16) == 14.5
+    assert yielding.busy_limit(1.5, cores=1) == 0.5
+
+
+@pytest.mark.parametrize(("queues", "waits"), [("spare", True), ("io,cpu", False)])
+def test_only_the_spare_workers_tasks_yield(monkeypatch, settings, queues, waits):
+    settings.SPARE_YIELD_SECONDS, settings.SPARE_YIELD_FREE_CORES = 3.0, 1.5
+    monkeypatch.setenv("WORKER_QUEUES", queues)
+    asked = []
+    monkeypatch.setattr(
+        yielding, "wait_for_idle_cores", lambda most, free: asked.append((most, free)) or 0.0
+    )
+
+    lifecycle.yield_to_questions(task=None)
+
+    assert asked == ([(3.0, 1.5)] if waits else [])
+
+
+def test_no_task_yields_with_the_bound_at_zero(monkeypatch, settings):
+    settings.SPARE_YIELD_SECONDS = 0
+    monkeypatch.setenv("WORKER_QUEUES", "spare")
+    monkeypatch.setattr(yielding, "wait_for_idle_cores", lambda *a: pytest.fail("waited"))
+
+    lifecycle.yield_to_questions(task=None)

@@ -1,0 +1,72 @@
+"""The spare lane starts a task only on cores the rest of the machine leaves idle.
+
+Why: the spare worker runs at a lower CPU priority, yet beside it a person's question took
+1.4-1.7 times as long (`make -C lab users-first`). Nice 10, nice 19 and SCHED_IDLE all gave
+the same: the question's processes spent the same CPU and waited 2.3 times as long for a
+core. Its five model stages run side by side on two cores, so any task the spare lane is
+running is in their way, whatever its priority. So a spare-lane task waits at its start
+until the work that is not niced (the questions' web and worker processes) leaves
+SPARE_YIELD_FREE_CORES idle, up to SPARE_YIELD_SECONDS: delayed, never dropped (the task
+is not acknowledged until it ends). A task already running is not stopped.
+
+The measure is the host's own: /proc/stat counts the CPU time of niced processes apart
+(`nice`) from the rest (`user`, `system`), so this needs no message from anyone.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+STAT = Path("/proc/stat")
+WINDOW_SECONDS = 0.02  # one look: long enough to see a running stage, short beside a task
+
+
+def cpu_times(text: str) -> tuple[int, int]:
+    """(ticks of work that is not niced, ticks in all) from /proc/stat's first line."""
+    fields = [int(value) for value in text.split("\n", 1)[0].split()[1:9]]
+    user, _nice, system, _idle, _iowait, irq, softirq, _steal = fields
+    return user + system + irq + softirq, sum(fields)
+
+
+def busy_cores(before: tuple[int, int], after: tuple[int, int], cores: int) -> float:
+    """How many cores the work that is not niced kept busy between two readings."""
+    total = after[1] - before[1]
+    return cores * (after[0] - before[0]) / total if total > 0 else 0.0
+
+
+def _read() -> tuple[int, int]:
+    return cpu_times(STAT.read_text())
+
+
+def busy_limit(free_cores: float, cores: int) -> float:
+    """The most cores work that is not niced may keep busy for a spare task to start: all
+    but `free_cores`, and at least half a core (a small host's own housekeeping)."""
+    return max(0.5, cores - free_cores)
+
+
+def wait_for_idle_cores(
+    most_seconds: float,
+    free_cores: float,
+    read: Callable[[], tuple[int, int]] = _read,
+    sleep: Callable[[float], None] = time.sleep,
+    clock: Callable[[], float] = time.monotonic,
+    cores: int | None = None,
+) -> float:
+    """Wait while the work that is not niced leaves fewer than `free_cores` idle (see
+    `busy_limit`), at most `most_seconds`; the seconds waited."""
+    cores = cores or os.cpu_count() or 1
+    limit = busy_limit(free_cores, cores)
+    start = clock()
+    before = read()
+    while True:
+        sleep(WINDOW_SECONDS)
+        after = read()
+        waited = clock() - start
+        if busy_cores(before, after, cores) <= limit or waited >= most_seconds:
+            return waited
+        before = after
