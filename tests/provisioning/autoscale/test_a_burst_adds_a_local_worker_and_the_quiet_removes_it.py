@@ -57,12 +57,17 @@ def test_a_burst_adds_a_local_worker_and_the_quiet_removes_it(celery_worker, mon
         assert added.queue == "io" and added.worker.startswith("auto-io-1@")
         assert "above the 0.5 s target" in added.reason and added.depth > 0
 
+        # The waits of tasks started in the last RECENT_SECONDS, read while the burst runs:
+        # on a busy machine the prediction's cpu stages may outlast that window after its
+        # last io task started.
+        measured: list[int] = []
+
         def all_done() -> bool:
+            measured.append(queue_wait.current(["io"])["io"].started)
             request.refresh_from_db()
             return request.is_final and all(r.ready() for r in burst)
 
         tick_until(controller, all_done, 240, "the burst and the prediction finishing")
-        io_after_burst = queue_wait.current(["io"])["io"]
         tick_until(
             controller,
             lambda: ScalingDecision.objects.filter(action="removed").exists(),
@@ -86,4 +91,4 @@ def test_a_burst_adds_a_local_worker_and_the_quiet_removes_it(celery_worker, mon
         ("removed", added.worker),
     ]
     assert all_managed() == []
-    assert io_after_burst.started > 0  # the burst's waits were measured as its tasks started
+    assert max(measured) > 0  # the burst's waits were measured as its tasks started
