@@ -186,7 +186,7 @@ def yield_to_questions(task: Any = None, **kwargs: Any) -> None:
     """A spare-lane task starts on cores the questions leave idle (workers/yielding.py)."""
     if _eager(task) or settings.SPARE_YIELD_SECONDS <= 0:
         return
-    if process_warmup.queues_served() != {SPARE}:
+    if process_warmup.queues_served() != {SPARE} or not yielding.can_tell_its_own_work_apart():
         return
     waited = yielding.wait_for_idle_cores(
         settings.SPARE_YIELD_SECONDS, settings.SPARE_YIELD_FREE_CORES

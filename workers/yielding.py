@@ -10,18 +10,17 @@ SPARE_YIELD_FREE_CORES idle, up to SPARE_YIELD_SECONDS: delayed, never dropped (
 is not acknowledged until it ends). A task already running is not stopped.
 
 The measure is the host's own: /proc/stat counts the CPU time of niced processes apart
-(`nice`) from the rest (`user`, `system`), so this needs no message from anyone.
+(`nice`) from the rest (`user`, `system`), so this needs no message from anyone. A spare
+worker that is not niced (SPARE_WORKER_NICE=0) would count its own work: it does not wait.
 """
 
 from __future__ import annotations
 
-import logging
 import os
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-log = logging.getLogger(__name__)
 STAT = Path("/proc/stat")
 WINDOW_SECONDS = 0.02  # one look: long enough to see a running stage, short beside a task
 
@@ -47,6 +46,11 @@ def busy_limit(free_cores: float, cores: int) -> float:
     """The most cores work that is not niced may keep busy for a spare task to start: all
     but `free_cores`, and at least half a core (a small host's own housekeeping)."""
     return max(0.5, cores - free_cores)
+
+
+def can_tell_its_own_work_apart() -> bool:
+    """This process is niced and the host counts niced time apart (Linux's /proc/stat)."""
+    return os.nice(0) > 0 and STAT.exists()
 
 
 def wait_for_idle_cores(

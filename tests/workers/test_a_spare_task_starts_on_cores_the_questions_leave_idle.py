@@ -78,6 +78,7 @@ def test_a_big_host_lets_background_work_beside_a_question():
 def test_only_the_spare_workers_tasks_yield(monkeypatch, settings, queues, waits):
     settings.SPARE_YIELD_SECONDS, settings.SPARE_YIELD_FREE_CORES = 3.0, 1.5
     monkeypatch.setenv("WORKER_QUEUES", queues)
+    monkeypatch.setattr(yielding, "can_tell_its_own_work_apart", lambda: True)
     asked = []
     monkeypatch.setattr(
         yielding, "wait_for_idle_cores", lambda most, free: asked.append((most, free)) or 0.0
@@ -91,6 +92,15 @@ def test_only_the_spare_workers_tasks_yield(monkeypatch, settings, queues, waits
 def test_no_task_yields_with_the_bound_at_zero(monkeypatch, settings):
     settings.SPARE_YIELD_SECONDS = 0
     monkeypatch.setenv("WORKER_QUEUES", "spare")
+    monkeypatch.setattr(yielding, "wait_for_idle_cores", lambda *a: pytest.fail("waited"))
+
+    lifecycle.yield_to_questions(task=None)
+
+
+def test_a_spare_worker_that_is_not_niced_does_not_wait_for_its_own_work(monkeypatch, settings):
+    settings.SPARE_YIELD_SECONDS = 3.0
+    monkeypatch.setenv("WORKER_QUEUES", "spare")
+    monkeypatch.setattr(yielding.os, "nice", lambda increment: 0)
     monkeypatch.setattr(yielding, "wait_for_idle_cores", lambda *a: pytest.fail("waited"))
 
     lifecycle.yield_to_questions(task=None)
