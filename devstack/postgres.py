@@ -63,7 +63,11 @@ class ThrowawayPostgres:
 
     @property
     def url(self) -> str:
-        return f"postgres://{USER}@127.0.0.1:{self.port}/stockserve"
+        return self.url_of("stockserve")
+
+    def url_of(self, database: str) -> str:
+        """The URL of another database on this server (`postgres`, or one made later)."""
+        return f"postgres://{USER}@127.0.0.1:{self.port}/{database}"
 
     def _run(self, *argv: str) -> None:
         prefix = ["runuser", "-u", USER, "--"] if os.geteuid() == 0 else []

@@ -73,6 +73,25 @@ def machine_busy_seconds() -> float:
     return (user + nice + system + irq + softirq + steal) / TICK
 
 
+def run_queue_wait_seconds(pids: Iterable[int]) -> float:
+    """How long these processes' threads were ready to run but waited for a core
+    (/proc/PID/task/TID/schedstat's second field, in ns): CPU contention, where CPU time
+    alone would not show it."""
+    total = 0
+    for pid in pids:
+        for stat in Path(f"/proc/{pid}/task").glob("*/schedstat"):
+            with contextlib.suppress(OSError, IndexError, ValueError):
+                total += int(stat.read_text().split()[1])
+    return total / 1e9
+
+
+def argv(pid: int) -> list[str]:
+    """A process's command line; empty for one gone meanwhile."""
+    with contextlib.suppress(OSError):
+        return Path(f"/proc/{pid}/cmdline").read_text(errors="replace").split("\0")
+    return []
+
+
 def process_name(pid: int) -> str:
     with contextlib.suppress(OSError):
         return Path(f"/proc/{pid}/comm").read_text().strip()

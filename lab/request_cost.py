@@ -396,19 +396,15 @@ def start_postgres(pg: ThrowawayPostgres) -> None:
     """Start it, with `pg_stat_statements`'s view in the meter's database, and autovacuum
     off: its runs would land in whichever request's window they fall."""
     pg.start()
-    with psycopg.connect(_url(pg, "postgres"), autocommit=True) as conn:
+    with psycopg.connect(pg.url_of("postgres"), autocommit=True) as conn:
         conn.execute("CREATE EXTENSION IF NOT EXISTS pg_stat_statements")
     autovacuum(pg, False)
 
 
 def autovacuum(pg: ThrowawayPostgres, on: bool) -> None:
-    with psycopg.connect(_url(pg, "postgres"), autocommit=True) as conn:
+    with psycopg.connect(pg.url_of("postgres"), autocommit=True) as conn:
         conn.execute(f"ALTER SYSTEM SET autovacuum = {'on' if on else 'off'}")
         conn.execute("SELECT pg_reload_conf()")
-
-
-def _url(pg: ThrowawayPostgres, database: str) -> str:
-    return pg.url.rsplit("/", 1)[0] + "/" + database
 
 
 def _children(postmaster: int, leave_out: set[int]) -> dict[int, str]:
@@ -439,8 +435,8 @@ class Meter:
     """Reads the cluster's counters without adding to the service database's."""
 
     def __init__(self, pg: ThrowawayPostgres) -> None:
-        self.stats = psycopg.connect(_url(pg, "postgres"), autocommit=True)
-        self.app = psycopg.connect(_url(pg, DATABASE), autocommit=True)
+        self.stats = psycopg.connect(pg.url_of("postgres"), autocommit=True)
+        self.app = psycopg.connect(pg.url_of(DATABASE), autocommit=True)
         self.own = {self.stats.info.backend_pid, self.app.info.backend_pid}
         self.postmaster = int((pg.data / "postmaster.pid").read_text().split()[0])
         self.max_connections = int(self._one("SHOW max_connections"))

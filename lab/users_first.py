@@ -93,20 +93,16 @@ class Databases:
                         shutil.copy2(part, var / part.name)
             return {}
         template = f' TEMPLATE "{copy_of}"' if copy_of else ""
-        with psycopg.connect(self.url("postgres"), autocommit=True) as con:
+        with psycopg.connect(self.pg.url_of("postgres"), autocommit=True) as con:
             con.execute(f'CREATE DATABASE "{var.name}"{template}'.encode())
-        return {"DATABASE_URL": self.url(var.name)}
-
-    def url(self, name: str) -> str:
-        assert self.pg is not None
-        return self.pg.url.rsplit("/", 1)[0] + "/" + name
+        return {"DATABASE_URL": self.pg.url_of(var.name)}
 
     def name_of(self, stack: Stack) -> str:
         return str(stack.var_dir / "db.sqlite3") if self.pg is None else stack.var_dir.name
 
     def rows(self, stack: Stack, sql: str) -> list[tuple[Any, ...]]:
         if self.pg is not None:
-            with psycopg.connect(self.url(stack.var_dir.name)) as con:
+            with psycopg.connect(self.pg.url_of(stack.var_dir.name)) as con:
                 return con.execute(sql.encode()).fetchall()
         db = f"file:{self.name_of(stack)}?mode=ro"
         with contextlib.closing(sqlite3.connect(db, uri=True, timeout=30)) as con:
@@ -148,29 +144,17 @@ def cpu_by_lane(stack: Stack) -> dict[str, float]:
     more CPU beside background work, or wait longer for the same CPU."""
     assert stack.proc is not None
     every = cpu.descendants([stack.proc.pid])
-    spare_roots = [pid for pid in every if b"-Q\0spare" in _cmdline(pid)]
+    spare_roots = [pid for pid in every if ["-Q", "spare"] in _pairs(cpu.argv(pid))]
     spare = cpu.descendants(spare_roots)
     return {
         "spare": cpu.cpu_seconds(spare),
         "questions": cpu.cpu_seconds(every - spare),
-        "questions waiting": sum(_run_queue_wait(pid) for pid in every - spare),
+        "questions waiting": cpu.run_queue_wait_seconds(every - spare),
     }
 
 
-def _run_queue_wait(pid: int) -> float:
-    """Seconds this process's threads spent ready to run but waiting for a core
-    (/proc/PID/task/TID/schedstat's second field, in ns)."""
-    total = 0
-    for stat in Path(f"/proc/{pid}/task").glob("*/schedstat"):
-        with contextlib.suppress(OSError, IndexError, ValueError):
-            total += int(stat.read_text().split()[1])
-    return total / 1e9
-
-
-def _cmdline(pid: int) -> bytes:
-    with contextlib.suppress(OSError):
-        return Path(f"/proc/{pid}/cmdline").read_bytes()
-    return b""
+def _pairs(argv: list[str]) -> list[list[str]]:
+    return [argv[i : i + 2] for i in range(len(argv) - 1)]
 
 
 def pending(stack: Stack) -> dict[str, int]:
