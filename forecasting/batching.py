@@ -305,7 +305,7 @@ def padded_to_powers_of_two(run_batch: RunBatch, ceiling: int = 8192) -> RunBatc
     """`run_batch` fed only batches of 1, 2, 4, ... rows (zero rows added, their outputs
     dropped), so that a traced network (TensorFlow's functions) meets a handful of shapes,
     each traced once, instead of a new one at each new batch size (a 50-100 ms retrace in
-    the middle of a request's latency, measured under `make -C lab bench-batching`).
+    the middle of a request's latency, measured by the lab's bench-batching study).
     Call `warm(run)` once to trace them all before serving."""
 
     def run(rows: np.ndarray) -> np.ndarray:

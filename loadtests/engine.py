@@ -13,9 +13,8 @@ the server it measures, so its own CPU must stay small; one event loop (uvloop w
 installed) holds thousands of arrivals in flight where a thread per arrival would not.
 
 Every load the project offers is a schedule over `run`: `make experiment` and the lab's
-`cluster-bench` (predictions submitted, then long-polled until final),
-`bench-api` (one request per arrival), `bench-batching` (calls into a batcher in the same
-process, no HTTP). Each arrival becomes one `rawlog.Row`, the raw data every reported
+`cluster-bench` (predictions submitted, then long-polled until final), `bench-api` (one
+request per arrival). Each arrival becomes one `rawlog.Row`, the raw data every reported
 statistic is computed from.
 
     python -m loadtests.engine --host http://127.0.0.1:8000 --rate 2 --seconds 30 --cold
@@ -198,8 +197,7 @@ Job = Callable[[Client], Awaitable[Outcome]]
 @dataclass(frozen=True)
 class Arrival:
     at: float  # seconds after the start
-    kind: str  # `http` (one request), `prediction` (submitted, then followed to its end),
-    # `inference` (an in-process call: bench-batching)
+    kind: str  # `http` (one request), `prediction` (submitted, then followed to its end)
     name: str
     job: Job
 

@@ -37,7 +37,7 @@ def warm_up(queues: set[str]) -> float:
     _warm_messaging_and_database()
     # What warming up loaded lives as long as the process: out of the collector's full
     # passes, which over TensorFlow's objects paused a process for 230-290 ms at a time
-    # (the p99 of `make -C lab bench-batching` before this).
+    # (the p99 of the lab's bench-batching study before this).
     gc.collect()
     gc.freeze()
     return time.perf_counter() - start
