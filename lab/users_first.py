@@ -65,8 +65,8 @@ BACKGROUND = ("PRECOMPUTE_", "REGISTRY_SHADOW")
 
 @dataclass
 class Side(Stack):
-    """A stack whose background settings are as shipped unless `extra` names them:
-    `Stack` turns the watchlist off, and the caller's shell may set either."""
+    """A stack whose background settings are as shipped unless `extra` names them: the
+    watchlist `Stack` turns off and any the caller's shell sets are dropped."""
 
     def env(self) -> dict[str, str]:
         env = super().env()
