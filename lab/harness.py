@@ -115,6 +115,10 @@ class Stack:
             # each new day makes every cached answer stale (a recomputation), which put
             # 300-900 ms into the cached path's p99 (measured 2026-11-25).
             "MARKET_CLOCK": "live",
+            # The sample bars end in 2013: under the live clock every forecast of record is
+            # older than the default retention, and the first scoring pass (a fresh stack's
+            # new market day) deleted them, and with them the shadows they were waiting for.
+            "FORECAST_RECORD_DAYS": "36500",
             "THROTTLE_USER": "100000000/min",
             "THROTTLE_EXPENSIVE": "100000000/min",
             "PRICE_PROVIDERS": "sample",

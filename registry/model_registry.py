@@ -10,7 +10,7 @@ from datetime import date
 from typing import Any
 
 from django.conf import settings
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
 from django.db.models import OuterRef, Q, Subquery
 
 from registry import generations
@@ -99,17 +99,22 @@ def store_run(
     state_version: int,
     run: dict[str, Any],
 ) -> None:
-    """Keep a run for reuse; a concurrent worker storing the same run is harmless."""
+    """Keep a run for reuse: one INSERT, where a look first and a savepoint took five
+    statements. A concurrent worker that stored the same run first is harmless."""
+    row = StoredRun(
+        generation=generation,
+        horizon=horizon,
+        price_key=price_key,
+        state_version=state_version,
+        run=run,
+    )
     try:
-        with transaction.atomic():
-            StoredRun.objects.get_or_create(
-                generation=generation,
-                horizon=horizon,
-                price_key=price_key,
-                state_version=state_version,
-                defaults={"run": run},
-            )
-    except IntegrityError:  # the generation was pruned meanwhile
+        if connection.in_atomic_block:  # a refused INSERT must not end the caller's transaction
+            with transaction.atomic():
+                row.save(force_insert=True)
+        else:
+            row.save(force_insert=True)
+    except IntegrityError:  # stored by another worker already, or the generation was pruned
         return
     _remember((generation.id, horizon, price_key, state_version), run)
 

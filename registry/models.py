@@ -10,6 +10,8 @@ from __future__ import annotations
 from django.db import models
 from django.utils import timezone
 
+from plumbing import fast_json
+
 
 class ModelGenerationQuerySet(models.QuerySet["ModelGeneration"]):
     def for_model(self, symbol: str, model: str) -> ModelGenerationQuerySet:
@@ -71,7 +73,7 @@ class StoredRun(models.Model):
     price_key = models.CharField(max_length=64)
     # The model code's state version that made the run: an upgrade never serves old runs.
     state_version = models.PositiveIntegerField()
-    run = models.JSONField()
+    run = models.JSONField(encoder=fast_json.Encoder, decoder=fast_json.Decoder)
     created_at = models.DateTimeField(default=timezone.now)
 
     class Meta:
