@@ -68,23 +68,29 @@ class BacktestResult:
         log_res = self.log_residuals
         return {
             "horizon": self.horizon,
-            "final": [float(x) for x in final],
+            "final": _floats(final),
             "final_q10": float(np.quantile(final, 0.1)),
             "final_q90": float(np.quantile(final, 0.9)),
             "final_mean": float(final.mean()),
             "final_std": float(final.std()),
-            "log_final": [float(x) for x in log_res[:, -1]],
-            "log_per_step": [[float(x) for x in row] for row in log_res],
+            "log_final": _floats(log_res[:, -1]),
+            "log_per_step": _floats(log_res),
         }
 
     def backtest_paths(self) -> dict[str, Any]:
         """Origins, forecasts and actuals, so a combiner can score the ensemble exactly."""
         return {
-            "origins": [int(o) for o in self.origins],
-            "origin_prices": [float(x) for x in self.origin_prices],
-            "forecasts": [[float(x) for x in row] for row in self.forecasts],
-            "actuals": [[float(x) for x in row] for row in self.actuals],
+            "origins": np.asarray(self.origins, dtype=np.int64).tolist(),
+            "origin_prices": _floats(self.origin_prices),
+            "forecasts": _floats(self.forecasts),
+            "actuals": _floats(self.actuals),
         }
+
+
+def _floats(values: np.ndarray) -> list[Any]:
+    """Python floats (nested lists for a matrix) in one call: a loop of `float(x)` took
+    seven times as long, for every model's backtest on every new question."""
+    return np.asarray(values, dtype=np.float64).tolist()  # type: ignore[no-any-return]
 
 
 def score(forecasts: np.ndarray, actuals: np.ndarray, origin_prices: np.ndarray) -> Metrics:
