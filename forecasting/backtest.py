@@ -90,7 +90,7 @@ class BacktestResult:
 def _floats(values: np.ndarray) -> list[Any]:
     """Python floats (nested lists for a matrix) in one call: a loop of `float(x)` took
     seven times as long, for every model's backtest on every new question."""
-    return np.asarray(values, dtype=np.float64).tolist()  # type: ignore[no-any-return]
+    return np.asarray(values, dtype=np.float64).tolist()
 
 
 def score(forecasts: np.ndarray, actuals: np.ndarray, origin_prices: np.ndarray) -> Metrics:
