@@ -49,6 +49,16 @@ def stamp(headers: dict[str, Any] | None) -> None:
         headers[SENT_HEADER] = time.time()
 
 
+def newest_start(queues: tuple[str, ...]) -> float | None:
+    """When the newest recorded task of `queues` started (its record reaches Redis within
+    a second of the start); None when none is recorded. One round trip."""
+    pipe = get_redis().pipeline(transaction=False)
+    for queue in queues:
+        pipe.lindex(_recent_key(queue), 0)
+    starts = [float(json.loads(entry)[0]) for entry in pipe.execute() if entry]
+    return max(starts, default=None)
+
+
 def record_start(queue: str | None, sent_at: Any, now: float | None = None) -> None:
     """On task start: its wait goes to the queue's recent list. Never fails a task."""
     if not queue or not isinstance(sent_at, int | float):

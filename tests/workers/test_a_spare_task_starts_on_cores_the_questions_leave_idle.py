@@ -1,12 +1,18 @@
 """A spare-lane task starts once the work that is not niced (the questions' processes)
 leaves cores idle, and waits at most SPARE_YIELD_SECONDS: background work is delayed for
-the questions, never dropped. Read from /proc/stat's counters, built here."""
+the questions, never dropped. Read from /proc/stat's counters, built here. It waits only
+while the usual lane is at work (a task of io, cpu or gpu started in the last seconds):
+busy cores with no question behind them (anonymous askers' misses) are not yielded to."""
 
 from __future__ import annotations
 
+import json
+import time
+
 import pytest
 
-from workers import lifecycle, yielding
+from plumbing.redis_client import get_redis
+from workers import lifecycle, queue_wait, yielding
 
 CORES = 2
 
@@ -79,6 +85,7 @@ def test_only_the_spare_workers_tasks_yield(monkeypatch, settings, queues, waits
     settings.SPARE_YIELD_SECONDS, settings.SPARE_YIELD_FREE_CORES = 3.0, 1.5
     monkeypatch.setenv("WORKER_QUEUES", queues)
     monkeypatch.setattr(yielding, "can_tell_its_own_work_apart", lambda: True)
+    monkeypatch.setattr(lifecycle, "usual_lane_at_work", lambda: True)
     asked = []
     monkeypatch.setattr(
         yielding, "wait_for_idle_cores", lambda most, free: asked.append((most, free)) or 0.0
@@ -104,3 +111,38 @@ def test_a_spare_worker_that_is_not_niced_does_not_wait_for_its_own_work(monkeyp
     monkeypatch.setattr(yielding, "wait_for_idle_cores", lambda *a: pytest.fail("waited"))
 
     lifecycle.yield_to_questions(task=None)
+
+
+def test_with_the_usual_lane_quiet_a_spare_task_starts_at_once(monkeypatch, settings):
+    settings.SPARE_YIELD_SECONDS = 3.0
+    monkeypatch.setenv("WORKER_QUEUES", "spare")
+    monkeypatch.setattr(yielding, "can_tell_its_own_work_apart", lambda: True)
+    monkeypatch.setattr(lifecycle, "usual_lane_at_work", lambda: False)
+    monkeypatch.setattr(yielding, "wait_for_idle_cores", lambda *a: pytest.fail("waited"))
+
+    lifecycle.yield_to_questions(task=None)
+
+
+@pytest.fixture
+def lane_queues(monkeypatch):
+    """Queues of this test's own in the real Redis (the suite's worker records io's)."""
+    names = (f"io-{time.time_ns()}", f"cpu-{time.time_ns()}")
+    monkeypatch.setattr(lifecycle, "USUAL_QUEUES", names)
+    yield names
+    get_redis().delete(*(f"stockserve:queue-waits:{name}" for name in names))
+
+
+def started(queue: str, at: float) -> None:
+    get_redis().lpush(f"stockserve:queue-waits:{queue}", json.dumps([at, 0.01]))
+
+
+def test_the_usual_lane_is_at_work_for_a_few_seconds_after_a_task_started(lane_queues):
+    io, cpu = lane_queues
+    assert queue_wait.newest_start(lane_queues) is None
+    assert not lifecycle.usual_lane_at_work(now=1_000.0)
+
+    started(io, 990.0)
+    started(cpu, 999.0)
+    assert queue_wait.newest_start(lane_queues) == 999.0
+    assert lifecycle.usual_lane_at_work(now=1_000.0)
+    assert not lifecycle.usual_lane_at_work(now=999.0 + lifecycle.USUAL_LANE_RECENT_SECONDS + 1)
