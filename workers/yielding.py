@@ -7,7 +7,10 @@ core. Its five model stages run side by side on two cores, so any task the spare
 running is in their way, whatever its priority. So a spare-lane task waits at its start
 until the work that is not niced (the questions' web and worker processes) leaves
 SPARE_YIELD_FREE_CORES idle, up to SPARE_YIELD_SECONDS: delayed, never dropped (the task
-is not acknowledged until it ends). A task already running is not stopped.
+is not acknowledged until it ends). A task already running is not stopped. It waits only
+while the usual lane is at work (`workers.lifecycle.usual_lane_at_work`): busy cores with
+no question behind them (anonymous askers' misses after their answer was superseded) are
+not yielded to, or their own recomputation waited its bound at every stage.
 
 The measure is the host's own: /proc/stat counts the CPU time of niced processes apart
 (`nice`) from the rest (`user`, `system`), so this needs no message from anyone. A spare
