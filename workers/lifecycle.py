@@ -32,20 +32,15 @@ from celery.signals import (
 from celery.worker import state as worker_state
 from django.conf import settings
 from django.db import close_old_connections
-from redis.exceptions import RedisError
 
 from plumbing import db_health, event_metrics, log_context
 from workers import presence, process_warmup, queue_wait, yielding
-from workers.queue_routing import CPU, GPU, IO, SPARE
+from workers.queue_routing import SPARE
 
 # Sent by name: the fleet imports no feature app (market/tasks.py defines the task).
 REFRESH_WATCHLIST = "workers.tasks.refresh_watchlist"
 
 log = logging.getLogger(__name__)
-USUAL_QUEUES = (IO, CPU, GPU)
-# A person asking one question after another leaves gaps of a few ms between pipelines, and
-# a task's start reaches Redis up to a second late: the lane counts as at work this long.
-USUAL_LANE_RECENT_SECONDS = 3.0
 _heartbeat: presence.Heartbeat | None = None
 
 
@@ -194,30 +189,13 @@ def yield_to_questions(task: Any = None, **kwargs: Any) -> None:
         return
     if process_warmup.queues_served() != {SPARE} or not yielding.can_tell_its_own_work_apart():
         return
-    if not usual_lane_at_work():
+    if not yielding.usual_lane_at_work():
         return
     waited = yielding.wait_for_idle_cores(
         settings.SPARE_YIELD_SECONDS, settings.SPARE_YIELD_FREE_CORES
     )
     if waited >= settings.SPARE_YIELD_SECONDS:
         log.info("%s starts after %.1f s: the cores stayed busy", task.name, waited)
-
-
-def usual_lane_at_work(now: float | None = None) -> bool:
-    """A task of the usual lane's queues (io, cpu, gpu: identified clients' questions while
-    a spare worker is warm) started within USUAL_LANE_RECENT_SECONDS.
-
-    Why: the cores can be busy with no question waiting. After their cached answer was
-    superseded, a stampede of anonymous askers kept the web processes busy with misses;
-    their recomputation, in the spare lane, waited its full bound at every stage, 20 s
-    without the answer they all waited for (`make -C lab bench-api`, the round after a
-    fresh stack's first market day). Redis unreachable: yield, as before."""
-    try:
-        newest = queue_wait.newest_start(USUAL_QUEUES)
-    except RedisError:
-        return True
-    now = time.time() if now is None else now
-    return newest is not None and now - newest <= USUAL_LANE_RECENT_SECONDS
 
 
 @task_prerun.connect

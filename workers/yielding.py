@@ -7,14 +7,19 @@ core. Its five model stages run side by side on two cores, so any task the spare
 running is in their way, whatever its priority. So a spare-lane task waits at its start
 until the work that is not niced (the questions' web and worker processes) leaves
 SPARE_YIELD_FREE_CORES idle, up to SPARE_YIELD_SECONDS: delayed, never dropped (the task
-is not acknowledged until it ends). A task already running is not stopped. It waits only
-while the usual lane is at work (`workers.lifecycle.usual_lane_at_work`): busy cores with
-no question behind them (anonymous askers' misses after their answer was superseded) are
-not yielded to, or their own recomputation waited its bound at every stage.
+is not acknowledged until it ends). A task already running is not stopped.
 
-The measure is the host's own: /proc/stat counts the CPU time of niced processes apart
-(`nice`) from the rest (`user`, `system`), so this needs no message from anyone. A spare
-worker that is not niced (SPARE_WORKER_NICE=0) would count its own work: it does not wait.
+It waits only while the usual lane is at work (`usual_lane_at_work`): busy cores with no
+question behind them are not yielded to. After their cached answer was superseded, a
+stampede of anonymous askers kept the web processes busy with misses, and their own
+recomputation, in the spare lane, waited its bound at every stage: 20 s without the answer
+they all waited for (`make -C lab bench-api`, the round after a fresh stack's first market
+day).
+
+The cores are measured by the host itself: /proc/stat counts the CPU time of niced
+processes apart (`nice`) from the rest (`user`, `system`). A spare worker that is not
+niced (SPARE_WORKER_NICE=0) would count its own work: it does not wait. The usual lane's
+work is read from the queue-wait records the workers already keep in Redis.
 """
 
 from __future__ import annotations
@@ -24,8 +29,28 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from redis.exceptions import RedisError
+
+from workers import queue_wait
+from workers.queue_routing import CPU, GPU, IO
+
 STAT = Path("/proc/stat")
 WINDOW_SECONDS = 0.02  # one look: long enough to see a running stage, short beside a task
+USUAL_QUEUES = (IO, CPU, GPU)  # identified clients' questions, while a spare worker is warm
+# A person asking one question after another leaves gaps of a few ms between pipelines, and
+# a task's start reaches Redis up to a second late: the lane counts as at work this long.
+USUAL_LANE_RECENT_SECONDS = 3.0
+
+
+def usual_lane_at_work(now: float | None = None) -> bool:
+    """A task of the usual lane's queues started within USUAL_LANE_RECENT_SECONDS (one
+    round trip). Redis unreachable: yield, as if it were."""
+    try:
+        newest = queue_wait.newest_start(USUAL_QUEUES)
+    except RedisError:
+        return True
+    now = time.time() if now is None else now
+    return newest is not None and now - newest <= USUAL_LANE_RECENT_SECONDS
 
 
 def cpu_times(text: str) -> tuple[int, int]:

@@ -85,7 +85,7 @@ def test_only_the_spare_workers_tasks_yield(monkeypatch, settings, queues, waits
     settings.SPARE_YIELD_SECONDS, settings.SPARE_YIELD_FREE_CORES = 3.0, 1.5
     monkeypatch.setenv("WORKER_QUEUES", queues)
     monkeypatch.setattr(yielding, "can_tell_its_own_work_apart", lambda: True)
-    monkeypatch.setattr(lifecycle, "usual_lane_at_work", lambda: True)
+    monkeypatch.setattr(yielding, "usual_lane_at_work", lambda: True)
     asked = []
     monkeypatch.setattr(
         yielding, "wait_for_idle_cores", lambda most, free: asked.append((most, free)) or 0.0
@@ -117,7 +117,7 @@ def test_with_the_usual_lane_quiet_a_spare_task_starts_at_once(monkeypatch, sett
     settings.SPARE_YIELD_SECONDS = 3.0
     monkeypatch.setenv("WORKER_QUEUES", "spare")
     monkeypatch.setattr(yielding, "can_tell_its_own_work_apart", lambda: True)
-    monkeypatch.setattr(lifecycle, "usual_lane_at_work", lambda: False)
+    monkeypatch.setattr(yielding, "usual_lane_at_work", lambda: False)
     monkeypatch.setattr(yielding, "wait_for_idle_cores", lambda *a: pytest.fail("waited"))
 
     lifecycle.yield_to_questions(task=None)
@@ -127,7 +127,7 @@ def test_with_the_usual_lane_quiet_a_spare_task_starts_at_once(monkeypatch, sett
 def lane_queues(monkeypatch):
     """Queues of this test's own in the real Redis (the suite's worker records io's)."""
     names = (f"io-{time.time_ns()}", f"cpu-{time.time_ns()}")
-    monkeypatch.setattr(lifecycle, "USUAL_QUEUES", names)
+    monkeypatch.setattr(yielding, "USUAL_QUEUES", names)
     yield names
     get_redis().delete(*(f"stockserve:queue-waits:{name}" for name in names))
 
@@ -139,10 +139,10 @@ def started(queue: str, at: float) -> None:
 def test_the_usual_lane_is_at_work_for_a_few_seconds_after_a_task_started(lane_queues):
     io, cpu = lane_queues
     assert queue_wait.newest_start(lane_queues) is None
-    assert not lifecycle.usual_lane_at_work(now=1_000.0)
+    assert not yielding.usual_lane_at_work(now=1_000.0)
 
     started(io, 990.0)
     started(cpu, 999.0)
     assert queue_wait.newest_start(lane_queues) == 999.0
-    assert lifecycle.usual_lane_at_work(now=1_000.0)
-    assert not lifecycle.usual_lane_at_work(now=999.0 + lifecycle.USUAL_LANE_RECENT_SECONDS + 1)
+    assert yielding.usual_lane_at_work(now=1_000.0)
+    assert not yielding.usual_lane_at_work(now=999.0 + yielding.USUAL_LANE_RECENT_SECONDS + 1)
