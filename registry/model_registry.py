@@ -3,6 +3,7 @@ runs each generation made (so a warm start on unchanged data is a lookup)."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from collections import OrderedDict
 from collections.abc import Iterable
@@ -108,11 +109,10 @@ def store_run(
         state_version=state_version,
         run=run,
     )
+    # Inside the caller's transaction a savepoint, so a refused INSERT does not end it.
+    guard = transaction.atomic() if connection.in_atomic_block else contextlib.nullcontext()
     try:
-        if connection.in_atomic_block:  # a refused INSERT must not end the caller's transaction
-            with transaction.atomic():
-                row.save(force_insert=True)
-        else:
+        with guard:
             row.save(force_insert=True)
     except IntegrityError:  # stored by another worker already, or the generation was pruned
         return
