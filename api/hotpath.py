@@ -23,11 +23,13 @@ beyond the bare view's (docs/figures.md, `make -C lab bench-api`).
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import io
 import json
 import os
 import threading
+import time
 from collections.abc import Iterable
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any
@@ -43,6 +45,7 @@ from django.urls import reverse
 from redis.exceptions import RedisError
 
 from api import tokens
+from api.answer_memory import TrackedMemory
 from api.errors import STORE_ERRORS, store_down_response
 from forecasting.base import DEFAULT_HORIZON, MAX_HORIZON
 from marketdata.symbols import InvalidSymbol, normalize_symbol
@@ -50,6 +53,7 @@ from plumbing import event_metrics
 from plumbing.redis_client import get_redis, script
 from predictions import answer_cache
 from predictions.models import STRATEGIES
+from predictions.rate_leases import Leases
 from predictions.rate_limits import Rate, client_ident, retry_after, window_key
 
 if TYPE_CHECKING:
@@ -60,14 +64,16 @@ REFUSED, MISS, HIT, UNKNOWN_TOKEN = 0, 1, 2, 3
 
 # KEYS: the rate-limit counter (anonymous) or the token's key (token), answer, metrics hash.
 # ARGV: window seconds, limit, counter prefix and suffix (token), hit fields...
+# A hit returns the answer and its milliseconds left, and a token's user id and its
+# milliseconds left, for this process's memory (`answer_memory`).
 # A token client's counter is named after its user id, which only Redis knows here: the
 # lookup is in the script, so a token costs no second round trip (it cost 160 us of CPU).
 _ANSWER = """
-local counter = KEYS[1]
+local counter, user, user_ttl = KEYS[1], '', 0
 if ARGV[3] ~= '' then
-  local user = redis.call('GET', KEYS[1])
+  user = redis.call('GET', KEYS[1])
   if not user then return {3} end
-  counter = ARGV[3] .. user .. ARGV[4]
+  counter, user_ttl = ARGV[3] .. user .. ARGV[4], redis.call('PTTL', KEYS[1])
 end
 local used = redis.call('INCR', counter)
 if used == 1 then redis.call('EXPIRE', counter, ARGV[1]) end
@@ -78,7 +84,7 @@ if not body then
   return {1}
 end
 for i = 5, #ARGV do redis.call('HINCRBY', KEYS[3], ARGV[i], 1) end
-return {2, body}
+return {2, body, redis.call('PTTL', KEYS[2]), user, user_ttl}
 """
 _ANSWER_SHA = hashlib.sha1(_ANSWER.encode()).hexdigest()
 
@@ -181,19 +187,94 @@ def answer(environ: dict[str, Any], body: bytes) -> tuple[int, Any] | None:
         return None
     scope, who, is_token = client
     rate = Rate.for_scope(scope)
+    key = answer_cache.answer_key(*question)
+    held = this_process()
+    epoch = held.memory.current() if held else None
+    if held and epoch is not None:
+        known = from_memory(held, key, scope, who, is_token, rate)
+        if known is not None:
+            return known
     if is_token:  # the counter's name around the user id: window_key("user", <id>)
         prefix, _, suffix = window_key(scope, "\0", rate).partition("\0")
         counter, names = who, [prefix, suffix]
     else:
         counter, names = window_key(scope, who, rate), ["", ""]
-    keys = [counter, answer_cache.answer_key(*question), event_metrics.METRICS_KEY]
+    keys = [counter, key, event_metrics.METRICS_KEY]
     argv: list[str | int] = [rate.period, rate.limit, *names, *event_metrics.CACHE_HIT_FIELDS]
     outcome = run_answer_script(keys, argv)
     if outcome[0] == HIT:
+        if held and epoch is not None:
+            held.memory.keep(key, bytes(outcome[1]), int(outcome[2]), epoch)
+            if is_token:
+                held.memory.keep(who, bytes(outcome[3]), int(outcome[4]), epoch)
         return HIT, bytes(outcome[1])
     if outcome[0] == REFUSED:
         return REFUSED, retry_after(outcome[1])
     return None
+
+
+def from_memory(
+    held: Held, key: str, scope: str, who: str, is_token: bool, rate: Rate
+) -> tuple[int, Any] | None:
+    """The answer from this process's memory, its asker counted from a lease; None when
+    the memory does not know the answer (or the token's user)."""
+    body = held.memory.get(key)
+    if body is None:
+        return None
+    if is_token:
+        user = held.memory.get(who)
+        if user is None:
+            return None
+        who = user.decode()
+    wait = held.leases.spend(window_key(scope, who, rate), rate)
+    if wait is not None:
+        return REFUSED, wait
+    event_metrics.count_cache_hit(None)  # sent with this process's other counts
+    return HIT, body
+
+
+class Held:
+    """This process's memory of answers and tokens, and its rate-limit leases, kept by a
+    thread of their own (`upkeep`)."""
+
+    def __init__(self, client: Any) -> None:
+        self.client, self.pid = client, os.getpid()
+        self.memory = TrackedMemory(client, (answer_cache.PREFIX + ":", tokens.PREFIX))
+        self.leases = Leases(client)
+        threading.Thread(target=self.upkeep, name="answer-memory", daemon=True).start()
+
+    def current(self) -> bool:
+        return self.pid == os.getpid() and self.client is get_redis()
+
+    def upkeep(self) -> None:
+        """Once a second while this is the process's own: tracking on and checked, idle
+        leases given back."""
+        while self.current():
+            with contextlib.suppress(RedisError, OSError):
+                self.memory.upkeep()
+                self.leases.give_back_idle()
+            time.sleep(UPKEEP_SECONDS)
+        self.memory.close()
+
+
+UPKEEP_SECONDS = 1.0
+_held: Held | None = None
+_held_lock = threading.Lock()
+
+
+def this_process() -> Held | None:
+    """The process's `Held`, made on first use (after gunicorn forked it); None when
+    ANSWER_MEMORY is off."""
+    global _held
+    if not settings.ANSWER_MEMORY:
+        return None
+    held = _held
+    if held is None or not held.current():
+        with _held_lock:
+            if _held is None or not _held.current():
+                _held = Held(get_redis())
+            held = _held
+    return held
 
 
 def refusal(wait: int) -> HttpResponse:

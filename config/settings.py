@@ -197,6 +197,11 @@ CACHES = {
 
 # --- Prediction service.
 PREDICTION_CACHE_TTL = env_int("PREDICTION_CACHE_TTL", 900, minimum=0)
+# Each web process keeps the cached answers it served in memory, told of every change by
+# Redis (client-side caching, api/answer_memory.py), and counts askers from leased blocks of
+# their rate-limit windows (predictions/rate_leases.py): an answer without a round trip.
+# Off: one Redis round trip per cached answer.
+ANSWER_MEMORY = env_bool("ANSWER_MEMORY", True)
 PREDICTION_TIMEOUT = env_int("PREDICTION_TIMEOUT", 300, minimum=10)
 # The latency objective of a chord request (predictions/stragglers.py): this many seconds after
 # the models' chord is launched, the request is answered with the models that finished,

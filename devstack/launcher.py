@@ -37,7 +37,7 @@ def _processes(port: int, host: str) -> dict[str, list[str]]:
     return {
         "web": process_catalog.web(
             f"{host}:{port}",
-            workers=env.get("WEB_CONCURRENCY", "2"),
+            workers=process_catalog.web_workers(),
             access_log=env.get("WEB_ACCESS_LOG") == "1",
         ).argv(),
         "worker-io": process_catalog.worker(

@@ -28,6 +28,7 @@ import requests
 from devstack.supervisor import Supervisor
 from lab.cpu import machine_busy_seconds
 from lab.harness import Stack
+from launch import process_catalog
 from loadtests import engine
 from loadtests.deployment import PREDICTIONS, QUESTION, ROOT, start_web, wait_until
 
@@ -158,8 +159,9 @@ def start_reference(sup: Supervisor, body_file: Path, logs: Path) -> str:
     """A minimal Django project serving `body_file` as one JSON view, under the same
     gunicorn command line (lab/bare_django.py)."""
     env = {**os.environ, "BARE_BODY_FILE": str(body_file)}
+    workers = process_catalog.web_workers()  # as many as the stack's
     base, _ = start_web(
-        sup, env, logs / "reference.log", 2, 8, name="reference",
+        sup, env, logs / "reference.log", workers, 8, name="reference",
         app="lab.bare_django:application", probe=PREDICTIONS, method="POST", json=QUESTION,
     )  # fmt: skip
     return f"{base}{PREDICTIONS}"

@@ -12,6 +12,7 @@ Ansible, Jinja expressions that the playbooks fill in.
 
 from __future__ import annotations
 
+import os
 import sys
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,6 +36,17 @@ class Command:
 
 def _command(*args: object) -> Command:
     return Command(tuple(str(arg) for arg in args))
+
+
+def web_workers() -> int:
+    """`WEB_CONCURRENCY`, else two gunicorn workers per core (gunicorn's own advice).
+
+    Why not fewer: a cached answer is Python work under one process's GIL, so a process
+    serves at most one core's worth; and which process accepts a connection is a race, so
+    with one per core a burst of keep-alive connections could all land on one and leave a
+    core idle (1 burst of wrk's 32 in 30 did, on 2 workers; lab/records/benchmarks.md)."""
+    configured = os.environ.get("WEB_CONCURRENCY")
+    return int(configured) if configured else 2 * (os.cpu_count() or 1)
 
 
 def web(
