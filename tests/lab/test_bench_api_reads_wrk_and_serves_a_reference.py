@@ -113,6 +113,7 @@ def test_the_report_states_each_goal_with_both_sides_of_the_open_loop():
             "token": side | {"rps": 1500.0},
             **ratio_with_interval([0.8, 1.1, 1.3]),
             "token_ratio": 0.5,
+            "token_reference_rps": 3000.0,
         },
         "open_loop": [open_loop_row(250, 4.0), open_loop_row(1000, 25.0)],
         "warm": {
