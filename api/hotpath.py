@@ -1,12 +1,16 @@
-"""A cached answer in one Redis round trip, before Django's request handling runs.
+"""A cached answer from the process's memory (or one Redis round trip), before Django's
+request handling runs.
 
 Why: an API client asking a question someone already asked should cost about what a plain
 Django view costs. A DRF view with DRF's throttles costs several times the web CPU per
 answer, and a middleware inside Django's stack still more than this WSGI wrapper (the
 service's figures, and the command that measures them, are in docs/figures.md). So a
 plain question (a JSON body with a symbol and a horizon, no session cookie, no query
-string, anonymous or with a token Redis knows) is answered here: one Lua script
-counts the client in its rate-limit window, fetches the stored answer and counts the hit.
+string, anonymous or with a token Redis knows) is answered here. The first time, one Lua
+script counts the client in its rate-limit window, fetches the stored answer and counts
+the hit; the process then keeps the answer (and a token's user) in memory, which Redis
+keeps current (`answer_memory`), and counts the next askers from leased blocks of their
+windows (`predictions.rate_leases`): no round trip at all.
 Django's own SecurityMiddleware and XFrameOptionsMiddleware still vet the request and
 add their headers, so this path answers with the same headers as any other.
 
@@ -23,10 +27,10 @@ beyond the bare view's (docs/figures.md, `make -C lab bench-api`).
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import io
 import json
+import logging
 import os
 import threading
 import time
@@ -59,6 +63,7 @@ from predictions.rate_limits import Rate, client_ident, retry_after, window_key
 if TYPE_CHECKING:
     from wsgiref.types import StartResponse, WSGIApplication
 
+log = logging.getLogger(__name__)
 FIELDS = frozenset({"symbol", "horizon", "strategy", "use_cache", "warm_start"})
 REFUSED, MISS, HIT, UNKNOWN_TOKEN = 0, 1, 2, 3
 
@@ -250,9 +255,13 @@ class Held:
         """Once a second while this is the process's own: tracking on and checked, idle
         leases given back."""
         while self.current():
-            with contextlib.suppress(RedisError, OSError):
+            try:
                 self.memory.upkeep()
                 self.leases.give_back_idle()
+            except (RedisError, OSError):
+                pass  # Redis away: the memory is off, the next second tries again
+            except Exception:  # a fault here must not end the upkeep for good
+                log.exception("the answers' memory upkeep failed")
             time.sleep(UPKEEP_SECONDS)
         self.memory.close()
 

@@ -9,7 +9,7 @@ type at a time, and the differences of Redis's own counters (`INFO commandstats`
 * cold: a fresh run that trains every model (`warm_start: false`);
 * warm: a fresh run (`use_cache: false`) on unchanged data: every model's stored run is
   reused, nothing trains;
-* cached: the same question again (the fast path answers from Redis);
+* cached: the same question again (the fast path answers from the web process's memory);
 
 The harness waits for a run on its final-event channel and then reads the answer once, so
 a request's figures do not grow with how long it ran on a busy machine. The report divides:
