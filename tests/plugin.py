@@ -45,6 +45,9 @@ os.environ.setdefault("LOOKUP_CACHE_SECONDS", "0")
 # The suite keeps the machine's cores busy with other tests: a spare-lane task would wait
 # out SPARE_YIELD_SECONDS at every start (its own test sets it).
 os.environ.setdefault("SPARE_YIELD_SECONDS", "0")
+# The stacks the tests start prove behaviour, not throughput: two web processes each, not
+# make run's two per core (each one's start is CPU the other tests wait for).
+os.environ.setdefault("WEB_CONCURRENCY", "2")
 # Playwright's sync API keeps an event loop on the test thread; the ORM calls it makes
 # from there are still synchronous.
 os.environ.setdefault("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
