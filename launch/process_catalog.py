@@ -74,9 +74,11 @@ def websocket(host: object, port: object) -> Command:
     """The live pages' websockets: uvicorn with the ASGI app, lifespan off (Channels'
     ProtocolTypeRouter has no lifespan handler), and no proxy headers: the client's address
     is decided by NUM_PROXIES, as for gunicorn's requests (`webui.connections.address_of`),
-    not by uvicorn trusting X-Forwarded-For from 127.0.0.1."""
+    not by uvicorn trusting X-Forwarded-For from 127.0.0.1. One process, named: uvicorn
+    would otherwise start `WEB_CONCURRENCY` of them (gunicorn's setting), and the
+    websockets' bounds are counted per process (`webui.connections`)."""
     return _command(
-        *("-m", "uvicorn", ASGI_APP, "--host", host, "--port", port),
+        *("-m", "uvicorn", ASGI_APP, "--host", host, "--port", port, "--workers", 1),
         *("--lifespan", "off", "--no-proxy-headers"),
     )
 
