@@ -44,8 +44,9 @@ def measure(
     return {
         "answer_bytes": len(body),
         "cached": cached_rounds(stack, bare_url, rounds, seconds, workdir, token),
-        "open_loop": [
-            open_loop_pair(f"{stack.base}{PREDICTIONS}", bare_url, rate, open_seconds)
+        "open_loop": [  # each rate: the service, then the reference at the same rate
+            fixed_rate(f"{stack.base}{PREDICTIONS}", rate, open_seconds)
+            | {"reference": fixed_rate(bare_url, rate, open_seconds)}
             for rate in rates
         ],
     }
@@ -91,12 +92,8 @@ def cached_rounds(
     stack: Stack, bare_url: str, rounds: int, seconds: int, workdir: Path, token: str
 ) -> dict[str, Any]:
     """Service and reference alternately, so machine noise hits both alike; each pair of
-    rounds gives one ratio, and the machine's idle CPU in each round is kept beside it.
-
-    The token's rounds alternate with the reference's too: run back to back against one
-    gunicorn, wrk's 32 new connections were all accepted by the one process that had
-    served most of the last run, which then served them on one core (2,195 req/s, the
-    other processes idle)."""
+    rounds gives one ratio, with the machine's idle CPU in each round. The token's rounds
+    alternate too: back to back, wrk's connections all landed on one gunicorn process."""
     service, reference, with_token, token_reference = [], [], [], []
     for _ in range(rounds):
         service.append(idle_during(lambda: wrk(f"{stack.base}{PREDICTIONS}", seconds, workdir)))
@@ -147,13 +144,6 @@ def ratio_with_interval(ratios: list[float]) -> dict[str, Any]:
     }
 
 
-def open_loop_pair(service_url: str, bare_url: str, rate: float, seconds: float) -> dict[str, Any]:
-    """The service at a fixed rate, then the reference at the same rate: one row of the table."""
-    summary = fixed_rate(service_url, rate, seconds)
-    summary["reference"] = fixed_rate(bare_url, rate, seconds)
-    return summary
-
-
 def fixed_rate(url: str, rate: float, seconds: float) -> dict[str, Any]:
     """The question POSTed `rate` times a second for `seconds`: exact percentiles."""
     base, _, path = url.partition(PREDICTIONS)
@@ -168,9 +158,8 @@ def start_reference(sup: Supervisor, body_file: Path, logs: Path) -> str:
     """A minimal Django project serving `body_file` as one JSON view, under the same
     gunicorn command line (lab/bare_django.py)."""
     env = {**os.environ, "BARE_BODY_FILE": str(body_file)}
-    workers = process_catalog.web_workers()  # as many as the stack's
     base, _ = start_web(
-        sup, env, logs / "reference.log", workers, 8, name="reference",
+        sup, env, logs / "reference.log", process_catalog.web_workers(), 8, name="reference",
         app="lab.bare_django:application", probe=PREDICTIONS, method="POST", json=QUESTION,
     )  # fmt: skip
     return f"{base}{PREDICTIONS}"
