@@ -45,8 +45,14 @@ def web_workers() -> int:
     serves at most one core's worth; and which process accepts a connection is a race, so
     with one per core a burst of keep-alive connections could all land on one and leave a
     core idle (1 burst of wrk's 32 in 30 did, on 2 workers; lab/records/benchmarks.md)."""
-    configured = os.environ.get("WEB_CONCURRENCY")
-    return int(configured) if configured else 2 * (os.cpu_count() or 1)
+    configured = os.environ.get("WEB_CONCURRENCY", "").strip()
+    if not configured:
+        return 2 * (os.cpu_count() or 1)
+    if not configured.isdigit() or int(configured) < 1:
+        raise SystemExit(
+            f"WEB_CONCURRENCY must be a number of processes, 1 or more: {configured!r}"
+        )
+    return int(configured)
 
 
 def web(
