@@ -140,17 +140,26 @@ def combine(
     parts: list[Part],
     prices_stage: StageRecord,
     extra: dict[str, Any] | None = None,
+    along: Sequence[StageRecord] = (),
 ) -> dict[str, Any]:
     """Assemble the result and mark the request done, or failed with the reason: a request
-    always reaches a final state."""
+    always reaches a final state. `along`: stage records not yet kept (the coordinator's,
+    when it combines itself), kept and published with the combine's as one event."""
     # No touch: combining takes milliseconds, and its record (the request's progress) or
     # the final state follows at once.
     clock = StageClock(task, "combine", str(request.id), touch=False)
+
+    def stop(outcome: str, detail: str | None = None) -> StageRecord:
+        record = clock.stop(outcome, detail, publish=not along)
+        if along:
+            progress.record_stages(str(request.id), [*map(dict, along), dict(record)])
+        return record
+
     try:
-        result = results.assemble(request, parts, prices_stage, lambda: clock.stop("ok"))
+        result = results.assemble(request, parts, prices_stage, lambda: stop("ok"))
     except Exception as exc:
         log.exception("combine failed for %s", request.id)
-        clock.stop("error", str(exc))
+        stop("error", str(exc))
         final.fail(request, f"Could not combine the forecasts: {exc}")
         return {"ok": False, "error": str(exc)}
     result.update(extra or {})

@@ -80,9 +80,9 @@ def combine_results(
     prices_stage: StageRecord,
     earlier: list[Part] | None = None,
 ) -> dict[str, Any] | None:
-    """The chord's callback (or the coordinator's one message when no model had to run):
-    the result, then the request done (or failed, with why). `earlier`: the parts the
-    coordinator answered from the registry."""
+    """The chord's callback: the result, then the request done (or failed, with why).
+    `earlier`: the parts the coordinator answered from the registry. (A coordinator
+    combines a warm request itself; one of a release before sent it here, with `done`.)"""
     request = _load_request(request_id)
     if request is None:
         return None

@@ -9,8 +9,9 @@ chains as chord bodies and chords inside chains have a long history of Celery bu
 A model whose answering generation already ran on these prices (a run kept in the
 registry) is a lookup, not work: the coordinator answers it itself and the chord holds
 only the models that must run. When none must, there is no chord: the coordinator takes
-the sentiment too and sends the combiner its one message. A warm request then costs the
-broker, the result backend and the workers two tasks instead of N + 3 (docs/scaling.md).
+the sentiment too and combines the parts itself (milliseconds). A warm request then costs
+the broker, the result backend and the workers one task instead of N + 3, and its stage
+records are one event (docs/scaling.md).
 
 With a chord, one more task is scheduled at the request's latency objective: it answers
 with the parts that arrived if some are still missing then (predictions/stragglers.py).
@@ -50,12 +51,11 @@ class ChordStrategy(Strategy):
                 parts.sentiment_part(coordinator, request_id, request.symbol, on_its_way=True)
             )
         stages = [prices_stage, *(part["stage"] for part in answered)]
-        progress.record_stages(request_id, [dict(stage) for stage in stages])
-        if not to_run:
-            body = signatures.callback(signatures.COMBINE_RESULTS, request,
-                                       prices_stage=prices_stage)  # fmt: skip
-            body.apply_async(args=(answered,))
+        if coordinator is not None and not to_run:  # combining takes milliseconds: ours too
+            parts.combine(coordinator, request, parts.in_model_order(answered), prices_stage,
+                          along=stages)  # fmt: skip
             return
+        progress.record_stages(request_id, [dict(stage) for stage in stages])
         header = [signatures.model_task(request, name, price_key) for name in to_run]
         header.append(signatures.analyze_sentiment(request))
         body = signatures.callback(

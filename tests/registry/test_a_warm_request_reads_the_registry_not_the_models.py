@@ -1,5 +1,5 @@
 """A fresh run on unchanged prices is a lookup: the coordinator answers every model from
-the registry and sends the combiner one message, and the answer is the cold run's."""
+the registry and combines the parts itself, and the answer is the cold run's."""
 
 from __future__ import annotations
 
@@ -40,4 +40,5 @@ def test_a_warm_request_is_answered_by_the_coordinator_and_the_combiner(
         assert stage["queue"] == warm_stages["prices"]["queue"] == "io"
         assert stage["detail"] == "the registry's stored run"
     assert warm_stages["sentiment"]["queue"] == "io"
-    assert warm_stages["combine"]["queue"] == "cpu"
+    assert cold_stages["combine"]["queue"] == "cpu"  # the chord's callback
+    assert warm_stages["combine"]["queue"] == "io"  # the coordinator, no message more
