@@ -82,6 +82,11 @@ class Leases:
             lease.size = max(1, min(LEASE_MOST, (rate.limit - after) // LEASE_SHARE))
         return None
 
+    def forget(self) -> None:
+        """Drop every unspent count without giving it back (its windows were reset)."""
+        with self.lock:
+            self.held.clear()
+
     def give_back_idle(self) -> None:
         """Counts unspent for IDLE_SECONDS go back to their windows (another process may
         serve the client now); the leases of windows that ended are dropped."""

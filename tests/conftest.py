@@ -87,6 +87,7 @@ def _clean_redis_state() -> Iterator[None]:
 
     Only those keys go: the broker's queues and the heartbeats share this Redis.
     """
+    from api import hotpath
     from plumbing.redis_client import get_redis
     from registry.model_registry import forget_runs
     from workers import queue_routing
@@ -106,6 +107,9 @@ def _clean_redis_state() -> Iterator[None]:
             redis.delete(key)
     queue_routing.forget()
     forget_runs()
+    held = hotpath._held  # this process's leases of the windows just deleted
+    if held is not None:
+        held.leases.forget()
     yield
 
 
