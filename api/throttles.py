@@ -6,7 +6,7 @@ from typing import Any
 
 from rest_framework.throttling import BaseThrottle
 
-from predictions.rate_limits import Rate, allows, allows_each, client_ident, window_key
+from predictions.rate_limits import Rate, allows_each, client_ident, window_key
 
 
 def client_key(request: Any) -> str:
@@ -29,22 +29,11 @@ class FixedWindowThrottle(BaseThrottle):
         raise NotImplementedError
 
     def allow_request(self, request: Any, view: Any) -> bool:
-        """Counted from this process's lease of the window, as a cached answer is (a
-        client reading its request's status costs Redis nothing most times); with the
-        answers' memory off, in Redis itself."""
         ident = self.ident(request)
         if ident is None:
             return True
-        from api import hotpath  # here: hotpath imports DRF, whose settings import us
-
-        held = hotpath.this_process()
-        if held is None:
-            allowed, self.seconds_left = allows(self.scope, ident)
-            return allowed
-        rate = Rate.for_scope(self.scope)
-        wait = held.leases.spend(window_key(self.scope, ident, rate), rate)
-        self.seconds_left = wait or 0
-        return wait is None
+        allowed, self.seconds_left = count_in([(self.scope, ident)])
+        return allowed
 
     def wait(self) -> float | None:
         return self.seconds_left
@@ -71,15 +60,33 @@ class UserThrottle(FixedWindowThrottle):
 def counted_with(
     request: Any, throttle_classes: Any, more: list[tuple[str, str]]
 ) -> tuple[bool, int]:
-    """Count the request in what its view's throttles count and in `more` (scope, ident)
-    in one round trip: (allowed, seconds to wait). For a view that decides after parsing
-    the body what else counts (a fresh run's "expensive" limit) and skips DRF's own
-    throttle call, so a request is one script, not two."""
-    counted = []
+    """Count the request in what its view's throttles count and in `more` (scope, ident):
+    (allowed, seconds to wait). For a view that decides after parsing the body what else
+    counts (a fresh run's "expensive" limit) and skips DRF's own throttle call."""
+    windows = []
     for throttle_class in throttle_classes:
         throttle = throttle_class()
         ident = throttle.ident(request) if isinstance(throttle, FixedWindowThrottle) else None
         if ident is not None:
-            counted.append((throttle.scope, ident))
-    counted += more
-    return allows_each(counted) if counted else (True, 0)
+            windows.append((throttle.scope, ident))
+    windows += more
+    return count_in(windows) if windows else (True, 0)
+
+
+def count_in(windows: list[tuple[str, str]]) -> tuple[bool, int]:
+    """Count one request in each (scope, ident)'s window: (allowed by every one, seconds
+    to wait). From this process's leases of the windows, as a cached answer counts (most
+    requests then cost Redis nothing: a client reading its request's status, a fresh
+    run); with the answers' memory off, in Redis, one script for all."""
+    from api import hotpath  # here: hotpath imports DRF, whose settings import us
+
+    held = hotpath.this_process()
+    if held is None:
+        return allows_each(windows)
+    waits = []
+    for scope, ident in windows:
+        rate = Rate.for_scope(scope)
+        wait = held.leases.spend(window_key(scope, ident, rate), rate)
+        if wait is not None:
+            waits.append(wait)
+    return not waits, max(waits, default=0)

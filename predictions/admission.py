@@ -69,7 +69,8 @@ ANONYMOUS_PREFIX = "anon:"  # an address, not an account, a stream client or a b
 # code 0 admitted, 1 busy (the service is full), 2 over share, 3 the anonymous pool is
 # full. The clients are counted from the owners hash (at most twice `limit` entries) and
 # the two asking sets' entries not yet lapsed (lapsed ones are removed when a refusal
-# adds one), so no count can drift from the places; a client
+# adds one, and both sets go once every entry has: then, as when nobody was refused
+# lately, one EXISTS reads them), so no count can drift from the places; a client
 # both holding and asking counts once. A client above its share hears so even when the
 # service is full (it is why others wait); one at its share hears that the service is
 # full when it is. An identified client under its share is admitted even when the
@@ -97,13 +98,18 @@ for _, owner in ipairs(redis.call('HVALS', KEYS[2])) do
 end
 local mine = held[client] or 0
 held[client] = mine
-local after = '(' .. ARGV[1]
-local identified = redis.call('ZCOUNT', KEYS[3], after, '+inf')
-local pooled = redis.call('ZCOUNT', KEYS[4], after, '+inf')
+local identified, pooled = 0, 0
+local refusals = redis.call('EXISTS', KEYS[3], KEYS[4]) > 0
+if refusals then
+  local after = '(' .. ARGV[1]
+  identified = redis.call('ZCOUNT', KEYS[3], after, '+inf')
+  pooled = redis.call('ZCOUNT', KEYS[4], after, '+inf')
+  if identified + pooled == 0 then redis.call('DEL', KEYS[3], KEYS[4]) end  -- all lapsed
+end
 for owner, _ in pairs(held) do
   if anonymous(owner) then
-    if not asking(KEYS[4], owner) then pooled = pooled + 1 end
-  elseif not asking(KEYS[3], owner) then
+    if not (refusals and asking(KEYS[4], owner)) then pooled = pooled + 1 end
+  elseif not (refusals and asking(KEYS[3], owner)) then
     identified = identified + 1
   end
 end
