@@ -151,8 +151,9 @@ def combine(
 
     def stop(outcome: str, detail: str | None = None) -> StageRecord:
         record = clock.stop(outcome, detail, publish=not along)
-        if along:
-            progress.record_stages(str(request.id), [*map(dict, along), dict(record)])
+        if along:  # combined at once: a result holds them, a failure's reader the list
+            records = [*map(dict, along), dict(record)]
+            progress.record_stages(str(request.id), records, keep=outcome != "ok")
         return record
 
     try:

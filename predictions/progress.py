@@ -79,10 +79,12 @@ def record_stage(request_id: str, record: dict[str, Any]) -> None:
     record_stages(request_id, [record])
 
 
-def record_stages(request_id: str, records: list[dict[str, Any]]) -> None:
+def record_stages(request_id: str, records: list[dict[str, Any]], keep: bool = True) -> None:
     """Append stage records and publish them as one event (a list when there are several:
-    the coordinator's lookups finish together); never fails the task that reports them."""
-    _record(request_id, records)
+    the coordinator's lookups finish together); never fails the task that reports them.
+    `keep` off: published only, for records the request's result holds from now on (the
+    list is read only while a request runs)."""
+    _record(request_id, records, keep=keep)
 
 
 def record_part(request_id: str, name: str, part: Mapping[str, Any]) -> None:
@@ -110,7 +112,10 @@ def parts_so_far(request_id: str, names: Sequence[str]) -> list[dict[str, Any]]:
 
 
 def _record(
-    request_id: str, records: list[dict[str, Any]], part: tuple[str, str] | None = None
+    request_id: str,
+    records: list[dict[str, Any]],
+    part: tuple[str, str] | None = None,
+    keep: bool = True,
 ) -> None:
     if not records:
         return
@@ -119,8 +124,9 @@ def _record(
     event = encoded[0] if len(encoded) == 1 else f"[{','.join(encoded)}]"
     try:
         pipe = get_redis().pipeline(transaction=False)
-        pipe.rpush(_stages_key(request_id), *encoded)
-        pipe.expire(_stages_key(request_id), STAGES_TTL_SECONDS)
+        if keep:
+            pipe.rpush(_stages_key(request_id), *encoded)
+            pipe.expire(_stages_key(request_id), STAGES_TTL_SECONDS)
         if part is not None:
             pipe.hset(_parts_key(request_id), *part)
             pipe.expire(_parts_key(request_id), settings.PREDICTION_TIMEOUT)
