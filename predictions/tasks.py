@@ -50,9 +50,8 @@ def fetch_prices(self: Any, request_id: str) -> dict[str, Any] | None:
         final.fail(request, f"Price data unavailable: {exc}")
         return {"ok": False, "error": str(exc), "stage": stage}
     key = price_store.save(history)
-    request.mark_running(
-        price_key=key, data_source=history.source, last_bar_date=history.last_bar_date
-    )
+    # Written when the strategy sends work on (`mark_running`), or with the answer.
+    request.runs_on(price_key=key, data_source=history.source, last_bar_date=history.last_bar_date)
     # Published by the strategy, with the stages it answers on its way (one event).
     stage = clock.stop("ok", f"{len(history)} bars from {history.source}", publish=False)
     strategy_for(request.strategy).after_prices(request, key, stage, coordinator=self)

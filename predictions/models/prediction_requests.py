@@ -154,6 +154,8 @@ class PredictionRequest(models.Model):
     queue_rank: int = 0
 
     objects = PredictionQuerySet.as_manager()
+    _prices_unwritten: dict[str, Any] = {}  # `runs_on`'s, until a state change writes them
+    _running_since: datetime | None = None
 
     class Meta:
         ordering = ["-created_at"]
@@ -220,26 +222,44 @@ class PredictionRequest(models.Model):
     # State transitions are single atomic UPDATEs guarded by the current status, so a
     # redelivered task or the sweeper can never move a finished request backwards.
 
+    def runs_on(self, **prices: Any) -> None:
+        """The prices it runs on (`price_key`, `data_source`, `last_bar_date`), written by
+        the next UPDATE: `mark_running` when work is sent on, or the final one when the
+        coordinator answers at once (a warm request: one statement instead of two)."""
+        if not self._prices_unwritten:
+            self._running_since = timezone.now()
+        self._prices_unwritten = {**self._prices_unwritten, **prices}
+        for name, value in prices.items():
+            setattr(self, name, value)
+
+    def _started(self, now: datetime) -> dict[str, Any]:
+        """The fields a state change writes for prices not yet written (`runs_on`): they
+        and the start, when they came."""
+        prices, self._prices_unwritten = self._prices_unwritten, {}
+        if not prices:
+            return {}
+        since = self._running_since or now
+        return {"started_at": Coalesce("started_at", Value(since)), **prices}
+
     def mark_running(self, **prices: Any) -> bool:
-        """Running, if still in flight, with the prices it runs on (`price_key`,
-        `data_source`, `last_bar_date`) in the same UPDATE: a request becomes `running`
-        once its prices are in, one statement instead of two. A redelivered task keeps the
-        first start."""
+        """Running, if still in flight, with the prices it runs on in the same UPDATE: a
+        request becomes `running` once its prices are in, one statement instead of two. A
+        redelivered task keeps the first start."""
+        self.runs_on(**prices)
         now = timezone.now()
+        started = {"started_at": Coalesce("started_at", Value(now)), **self._started(now)}
         updated = PredictionRequest.objects.filter(id=self.id, status__in=ACTIVE).update(
-            status=Status.RUNNING, started_at=Coalesce("started_at", Value(now)), **prices
+            status=Status.RUNNING, **started
         )
         if updated:
             self.status, self.started_at = Status.RUNNING, self.started_at or now
-            for name, value in prices.items():
-                setattr(self, name, value)
         return bool(updated)
 
     def record_done(self, result: dict[str, Any]) -> bool:
         """Done, if still in flight: the row only (`predictions.final.finish` does the rest)."""
         now = timezone.now()
         updated = PredictionRequest.objects.filter(id=self.id, status__in=ACTIVE).update(
-            status=Status.DONE, result=result, finished_at=now, error=""
+            status=Status.DONE, result=result, finished_at=now, error="", **self._started(now)
         )
         if updated:
             self.status, self.result, self.finished_at = Status.DONE, result, now
@@ -249,7 +269,7 @@ class PredictionRequest(models.Model):
         """Failed, if still in flight: the row only (`predictions.final.fail` does the rest)."""
         now = timezone.now()
         updated = PredictionRequest.objects.filter(id=self.id, status__in=ACTIVE).update(
-            status=Status.FAILED, error=reason, finished_at=now
+            status=Status.FAILED, error=reason, finished_at=now, **self._started(now)
         )
         if updated:
             self.status, self.error, self.finished_at = Status.FAILED, reason, now

@@ -20,7 +20,8 @@ class Strategy:
         prices_stage: StageRecord,
         coordinator: Task | None = None,
     ) -> None:
-        """Continue once the coordinator (the prices task) stored the prices; publish
+        """Continue once the coordinator (the prices task) stored the prices; mark the
+        request running (`mark_running`) before sending work on, and publish
         `prices_stage`'s record (with any the coordinator adds on its way: one event).
         Without a coordinator task (a benchmark calling this directly) every stage gets a
         task."""

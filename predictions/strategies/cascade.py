@@ -106,6 +106,7 @@ class CascadeStrategy(Strategy):
         prices_stage: StageRecord,
         coordinator: Task | None = None,
     ) -> None:
+        request.mark_running()
         progress.record_stage(str(request.id), dict(prices_stage))
         cheap, _ = split_models(list(settings.PREDICTION_MODELS))
         header = [signatures.model_task(request, name, price_key) for name in cheap]

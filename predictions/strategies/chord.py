@@ -55,6 +55,7 @@ class ChordStrategy(Strategy):
             parts.combine(coordinator, request, parts.in_model_order(answered), prices_stage,
                           along=stages)  # fmt: skip
             return
+        request.mark_running()
         progress.record_stages(request_id, [dict(stage) for stage in stages])
         header = [signatures.model_task(request, name, price_key) for name in to_run]
         header.append(signatures.analyze_sentiment(request))

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from predictions.models import PredictionRequest
 from tests.support.api import submit_and_wait
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration]
@@ -42,3 +43,12 @@ def test_a_warm_request_is_answered_by_the_coordinator_and_the_combiner(
     assert warm_stages["sentiment"]["queue"] == "io"
     assert cold_stages["combine"]["queue"] == "cpu"  # the chord's callback
     assert warm_stages["combine"]["queue"] == "io"  # the coordinator, no message more
+
+    # Answered by the coordinator at once: one UPDATE wrote the prices, the start and the end.
+    cold_row, warm_row = (PredictionRequest.objects.get(id=p["id"]) for p in (cold, warm))
+    assert warm_row.price_key == cold_row.price_key != ""
+    assert (warm_row.data_source, warm_row.last_bar_date) == (
+        cold_row.data_source, cold_row.last_bar_date
+    )  # fmt: skip
+    assert warm_row.started_at is not None and warm_row.finished_at is not None
+    assert warm_row.created_at <= warm_row.started_at <= warm_row.finished_at
