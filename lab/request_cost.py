@@ -11,17 +11,15 @@ type at a time, and the differences of Redis's own counters (`INFO commandstats`
   reused, nothing trains;
 * cached: the same question again (the fast path answers from the web process's memory);
 
-The harness waits for a run on its final-event channel and then reads the answer once, so
-a request's figures do not grow with how long it ran on a busy machine. The report divides:
-the requests per second of each type one Redis core (or, on PostgreSQL, one server core)
-could serve by its CPU before it is the bottleneck.
+The harness waits for a run's final event, then reads the answer once (a request's figures
+do not grow with how long it ran). The report divides: the requests per second of each type
+one Redis core (or PostgreSQL core) could serve by its CPU before it is the bottleneck.
 
     python -m lab.request_cost [--n 40] [--models naive,ridge,arima] [--database postgres]
 
 Every figure has Redis's idle rate (its cron, heartbeats, the relay's reads; measured for
-5 s before the first step) taken off, so it does not grow with a step's length. (The
-redis-benchmark and pgbench capacities, the new-connection cost and the `--running` mode
-were cut to keep the lab in its budget: lab/README.md.)
+5 s before the first step) taken off, so it does not grow with a step's length. A step
+ends once the workers hold no task for later (`held_for_later`).
 """
 
 from __future__ import annotations
@@ -179,6 +177,7 @@ def measure(
     started = time.monotonic()
     sent = [send(stack, kind, i, horizon) for i in range(n)]
     seconds = time.monotonic() - started
+    held_for_later(redis.Redis.from_url(stack.redis_url))
     time.sleep(1.0)  # counters of the last request's trailing writes (relay, heartbeats)
     after = redis_counters(client)
     window = time.monotonic() - started
@@ -249,6 +248,14 @@ def report(rows: list[dict[str, Any]], results: dict[str, Any], args: argparse.N
     return "\n".join(lines) + "\n"
 
 
+def held_for_later(broker: redis.Redis, timeout: float = 90.0) -> None:
+    """Until the workers hold no task (a cold chord's check at its objective, 30 s on): the
+    step's cost, which read as the next step's when it ran there."""
+    deadline = time.monotonic() + timeout
+    while broker.hlen("unacked") and time.monotonic() < deadline:
+        time.sleep(0.5)
+
+
 def fill_caches(stack: Deployment, horizon: int) -> None:
     """One fresh cached answer per question the cached step asks, finished before it
     starts (a run still going would count in its figures)."""
@@ -259,15 +266,11 @@ def fill_caches(stack: Deployment, horizon: int) -> None:
             wait_final(stack.redis_url, stack.base_url, response.json()["id"])
 
 
-# --- PostgreSQL (`--database postgres`): what one request costs the server
-#
-# PostgreSQL's side of `make -C lab request-cost --database postgres`: what one request costs it.
-#
-# Why: every multi-machine deployment shares one PostgreSQL, and SQLite's row counts say
-# nothing about the statements, commits, WAL and CPU a request costs that server. The
-# deployment runs on a throwaway cluster with production durability (fsync, synchronous
-# commit, full-page writes back on) and `pg_stat_statements` loaded; each measurement
-# takes the differences of the server's own counters:
+# --- PostgreSQL (`--database postgres`): what one request costs the server. Why: every
+# multi-machine deployment shares one PostgreSQL, and SQLite's row counts say nothing of
+# the statements, commits, WAL and CPU a request costs it. A throwaway cluster with
+# production durability and `pg_stat_statements`; each measurement takes the differences of
+# the server's own counters:
 #
 # * `pg_stat_database` (sessions, commits, rows inserted/updated/deleted/fetched/returned),
 #   `pg_stat_wal` (WAL records, full pages, bytes, syncs) and `pg_stat_bgwriter`
