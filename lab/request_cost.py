@@ -40,6 +40,7 @@ from typing import Any
 import psycopg
 import redis
 import requests
+from kombu.transport.redis import Channel
 
 from devstack.postgres import ThrowawayPostgres
 from devstack.supervisor import Supervisor, handle_signals
@@ -249,10 +250,9 @@ def report(rows: list[dict[str, Any]], results: dict[str, Any], args: argparse.N
 
 
 def held_for_later(broker: redis.Redis, timeout: float = 90.0) -> None:
-    """Until the workers hold no task (a cold chord's check at its objective, 30 s on): the
-    step's cost, which read as the next step's when it ran there."""
+    """Until the workers hold no task (a cold chord's 30 s objective check): its step's cost."""
     deadline = time.monotonic() + timeout
-    while broker.hlen("unacked") and time.monotonic() < deadline:
+    while broker.hlen(Channel.unacked_key) and time.monotonic() < deadline:
         time.sleep(0.5)
 
 

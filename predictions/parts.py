@@ -140,19 +140,19 @@ def combine(
     parts: list[Part],
     prices_stage: StageRecord,
     extra: dict[str, Any] | None = None,
-    along: Sequence[StageRecord] = (),
+    unrecorded: bool = False,
 ) -> dict[str, Any]:
     """Assemble the result and mark the request done, or failed with the reason: a request
-    always reaches a final state. `along`: stage records not yet kept (the coordinator's,
-    when it combines itself), kept and published with the combine's as one event."""
+    always reaches a final state. `unrecorded`: the prices' and the parts' stage records are
+    not kept yet (the coordinator combines itself): they go with the combine's, one event."""
     # No touch: combining takes milliseconds, and its record (the request's progress) or
     # the final state follows at once.
     clock = StageClock(task, "combine", str(request.id), touch=False)
 
     def stop(outcome: str, detail: str | None = None) -> StageRecord:
-        record = clock.stop(outcome, detail, publish=not along)
-        if along:  # combined at once: a result holds them, a failure's reader the list
-            records = [*map(dict, along), dict(record)]
+        record = clock.stop(outcome, detail, publish=not unrecorded)
+        if unrecorded:  # combined at once: a result holds them, a failure's reader the list
+            records = [dict(r) for r in (prices_stage, *(part["stage"] for part in parts), record)]
             progress.record_stages(str(request.id), records, keep=outcome != "ok")
         return record
 

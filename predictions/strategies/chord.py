@@ -46,15 +46,14 @@ class ChordStrategy(Strategy):
         answered = stored_parts(coordinator, request, price_key) if coordinator else []
         done = {part["model"] for part in answered}
         to_run = [name for name in settings.PREDICTION_MODELS if name not in done]
-        if coordinator is not None and not to_run:  # no chord: the sentiment is ours too
+        if coordinator is not None and not to_run:  # no chord: the sentiment and combine are ours
             answered.append(
                 parts.sentiment_part(coordinator, request_id, request.symbol, on_its_way=True)
             )
-        stages = [prices_stage, *(part["stage"] for part in answered)]
-        if coordinator is not None and not to_run:  # combining takes milliseconds: ours too
             parts.combine(coordinator, request, parts.in_model_order(answered), prices_stage,
-                          along=stages)  # fmt: skip
+                          unrecorded=True)  # fmt: skip
             return
+        stages = [prices_stage, *(part["stage"] for part in answered)]
         request.mark_running()
         progress.record_stages(request_id, [dict(stage) for stage in stages])
         header = [signatures.model_task(request, name, price_key) for name in to_run]

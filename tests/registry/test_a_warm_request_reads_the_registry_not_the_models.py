@@ -15,7 +15,7 @@ def stages_by_name(prediction: dict) -> dict[str, dict]:
     return {stage["stage"]: stage for stage in prediction["result"]["stages"]}
 
 
-def test_a_warm_request_is_answered_by_the_coordinator_and_the_combiner(
+def test_a_warm_request_is_answered_and_combined_by_the_coordinator(
     staff_api_client, celery_worker
 ):
     _, cold = submit_and_wait(staff_api_client, symbol="IBM", horizon=4, use_cache=False)
