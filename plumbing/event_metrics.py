@@ -56,6 +56,7 @@ class _Pending:
         self.counts: Counter[str] = Counter()
         self.sums: Counter[str] = Counter()
         self.hash_counts: Counter[tuple[str, str]] = Counter()  # other hashes' fields
+        self.expiring: dict[str, tuple[int, int]] = {}  # counter key: (count, seconds kept)
         self.lists: dict[str, tuple[list[str], int]] = {}  # key: (newest last, most kept)
         self.sent_at = time.monotonic()
         self.timer: threading.Timer | None = None
@@ -69,9 +70,18 @@ class _Pending:
             self.sums.update(sums)
             self._send_on(pipe)
 
-    def later(self, push: tuple[str, str, int] | None, count: tuple[str, str] | None) -> None:
-        """`push`: (list, entry, most kept) to LPUSH; `count`: (hash, field) to HINCRBY."""
+    def later(
+        self,
+        push: tuple[str, str, int] | None = None,
+        count: tuple[str, str] | None = None,
+        expiring: tuple[str, int] | None = None,
+    ) -> None:
+        """`push`: (list, entry, most kept) to LPUSH; `count`: (hash, field) to HINCRBY;
+        `expiring`: (key, seconds kept) to INCRBY and EXPIRE."""
         with self.lock:
+            if expiring is not None:
+                key, ttl = expiring
+                self.expiring[key] = (self.expiring.get(key, (0, ttl))[0] + 1, ttl)
             if push is not None:
                 key, entry, keep = push
                 entries, _ = self.lists.get(key, ([], keep))
@@ -101,16 +111,20 @@ class _Pending:
         for key, (entries, keep) in self.lists.items():
             pipe.lpush(key, *entries)
             pipe.ltrim(key, 0, keep - 1)
+        for key, (count, ttl) in self.expiring.items():
+            pipe.incrby(key, count)
+            pipe.expire(key, ttl)
         self.counts.clear()
         self.sums.clear()
         self.hash_counts.clear()
         self.lists.clear()
+        self.expiring.clear()
         self.sent_at = time.monotonic()
 
     def flush(self) -> None:
         with self.lock:
             self.timer = None
-            if not (self.counts or self.sums or self.hash_counts or self.lists):
+            if not (self.counts or self.sums or self.hash_counts or self.lists or self.expiring):
                 return
             pipe = get_redis().pipeline(transaction=False)
             self._queue_on(pipe)
@@ -144,13 +158,19 @@ def _add(pipe: Any, counts: Mapping[str, int], sums: Mapping[str, float] | None 
 def push_later(key: str, entry: str, keep: int) -> None:
     """LPUSH `entry` to the list `key`, kept to its `keep` newest, with this process's
     next send (the tasks' queue waits)."""
-    _this_process().later((key, entry, keep), None)
+    _this_process().later(push=(key, entry, keep))
 
 
 def count_later(key: str, field: str) -> None:
     """HINCRBY `field` of the hash `key` by one, with this process's next send (a
     worker's count of tasks done)."""
-    _this_process().later(None, (key, field))
+    _this_process().later(count=(key, field))
+
+
+def count_expiring_later(key: str, ttl: int) -> None:
+    """INCR the counter `key`, kept `ttl` seconds, with this process's next send (the
+    places freed each second, `predictions.admission`)."""
+    _this_process().later(expiring=(key, ttl))
 
 
 def count_stage(pipe: Any, record: dict[str, Any]) -> None:

@@ -59,6 +59,7 @@ ANONYMOUS_ASKING_KEY = "stockserve:inflight-asking-anonymous"
 ASKING_GRACE_SECONDS = 5  # beyond its Retry-After, for the client's own round trip
 DRAINED_PREFIX = "stockserve:drained:"
 DRAIN_WINDOW_SECONDS = 60
+DRAINED_TTL = 2 * DRAIN_WINDOW_SECONDS
 ADMITTED, BUSY, OVER_SHARE = "admitted", "busy", "over-share"
 OVER_FOLLOWS = "over-follows"  # joins: the client follows JOIN_MAX_PER_CLIENT already
 ANONYMOUS_PREFIX = "anon:"  # an address, not an account, a stream client or a batch host
@@ -146,13 +147,17 @@ _DISOWN = """
 if redis.call('HGET', KEYS[1], ARGV[1]) ~= ARGV[2] then return 0 end
 return redis.call('HDEL', KEYS[1], ARGV[1])
 """
-# KEYS: in flight, owners, this second's drain counter. ARGV: id.
-_RELEASE = """
-if redis.call('ZREM', KEYS[1], ARGV[1]) == 0 then return 0 end
-redis.call('HDEL', KEYS[2], ARGV[1])
-if redis.call('INCR', KEYS[3]) == 1 then redis.call('EXPIRE', KEYS[3], 120) end
-return 1
+# A Lua function, so the final step can free a place in the same script as its other
+# writes (predictions/final.py): 1 when `id` held a place, 0 when it held none.
+RELEASE_LUA = """
+local function release(in_flight, owners, id)
+  if redis.call('ZREM', in_flight, id) == 0 then return 0 end
+  redis.call('HDEL', owners, id)
+  return 1
+end
 """
+_RELEASE = RELEASE_LUA + "return release(KEYS[1], KEYS[2], ARGV[1])"
+PLACE_KEYS = (IN_FLIGHT_KEY, OWNERS_KEY)
 
 
 @dataclass(frozen=True)
@@ -293,8 +298,14 @@ def over_follows(followed: int, bound: int, limit: int) -> Decision:
 
 def release(request_id: str) -> None:
     """The request reached a final state: its place is free (a no-op if it held none)."""
-    drained = f"{DRAINED_PREFIX}{int(time.time())}"
-    script(_RELEASE)([IN_FLIGHT_KEY, OWNERS_KEY, drained], [request_id])
+    if script(_RELEASE)(list(PLACE_KEYS), [request_id]):
+        count_drained()
+
+
+def count_drained() -> None:
+    """A place was freed this second: counted with this process's next metrics send (at
+    most FLUSH_SECONDS late, within a minute's rate), not a command of its own."""
+    event_metrics.count_expiring_later(f"{DRAINED_PREFIX}{int(time.time())}", DRAINED_TTL)
 
 
 def disown(request_id: str, client: str) -> bool:
@@ -306,7 +317,9 @@ def disown(request_id: str, client: str) -> bool:
 
 
 def drain_rate() -> float:
-    """Pipelines finished per second over the last minute."""
+    """Pipelines finished per second over the last minute (this process's own releases
+    sent first)."""
+    event_metrics.flush()
     now = int(time.time())
     keys = [f"{DRAINED_PREFIX}{s}" for s in range(now - DRAIN_WINDOW_SECONDS + 1, now + 1)]
     counts = get_redis().mget(keys)

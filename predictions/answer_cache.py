@@ -28,13 +28,20 @@ if tonumber(ARGV[2]) < newest then return 0 end
 redis.call('SET', KEYS[1], ARGV[1], 'EX', ARGV[3])
 return 1
 """
-# KEYS: answer, version. ARGV: new version, ttl.
-_SUPERSEDE = """
-local newest = tonumber(redis.call('GET', KEYS[2]) or '0')
-if tonumber(ARGV[1]) > newest then redis.call('SET', KEYS[2], ARGV[1], 'EX', ARGV[2]) end
-redis.call('DEL', KEYS[1])
-return 1
+# A Lua function, so the final step can supersede in the same script as its other writes
+# (predictions/final.py). The version only rises: a newer one set before is put back (the
+# script is atomic), so the usual case is one command instead of a GET and a SET.
+SUPERSEDE_LUA = """
+local function supersede(answer, version_key, version, ttl)
+  local newest = redis.call('SET', version_key, version, 'EX', ttl, 'GET')
+  if newest and tonumber(newest) > tonumber(version) then
+    redis.call('SET', version_key, newest, 'EX', ttl)
+  end
+  redis.call('DEL', answer)
+end
 """
+# KEYS: answer, version. ARGV: new version, ttl.
+_SUPERSEDE = SUPERSEDE_LUA + "supersede(KEYS[1], KEYS[2], ARGV[1], ARGV[2])\nreturn 1"
 
 
 def answer_key(symbol: str, horizon: int) -> str:
@@ -68,8 +75,13 @@ def supersede(symbol: str, horizon: int, version: float) -> None:
     """A newer prediction finished: older renders may no longer be stored or served."""
     if not enabled():
         return
-    keys = [answer_key(symbol, horizon), _version_key(symbol, horizon)]
-    script(_SUPERSEDE)(keys, [repr(version), settings.PREDICTION_CACHE_TTL])
+    argv: list[str | int] = [repr(version), settings.PREDICTION_CACHE_TTL]
+    script(_SUPERSEDE)(supersede_keys(symbol, horizon), argv)
+
+
+def supersede_keys(symbol: str, horizon: int) -> list[str]:
+    """The keys `SUPERSEDE_LUA` changes: the stored answer and its version."""
+    return [answer_key(symbol, horizon), _version_key(symbol, horizon)]
 
 
 def supersede_symbol(symbol: str, version: float) -> int:

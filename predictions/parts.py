@@ -144,16 +144,21 @@ def combine(
 ) -> dict[str, Any]:
     """Assemble the result and mark the request done, or failed with the reason: a request
     always reaches a final state. `unrecorded`: the prices' and the parts' stage records are
-    not kept yet (the coordinator combines itself): they go with the combine's, one event."""
+    not kept yet (the coordinator combines itself): they go with the combine's in the final
+    event, one message."""
     # No touch: combining takes milliseconds, and its record (the request's progress) or
     # the final state follows at once.
     clock = StageClock(task, "combine", str(request.id), touch=False)
+    with_answer: list[StageRecord] = []  # published with the final event
 
     def stop(outcome: str, detail: str | None = None) -> StageRecord:
         record = clock.stop(outcome, detail, publish=not unrecorded)
         if unrecorded:  # combined at once: a result holds them, a failure's reader the list
-            records = [dict(r) for r in (prices_stage, *(part["stage"] for part in parts), record)]
-            progress.record_stages(str(request.id), records, keep=outcome != "ok")
+            records = [prices_stage, *(part["stage"] for part in parts), record]
+            if outcome == "ok":
+                with_answer.extend(records)
+            else:
+                progress.record_stages(str(request.id), [dict(r) for r in records])
         return record
 
     try:
@@ -164,7 +169,9 @@ def combine(
         final.fail(request, f"Could not combine the forecasts: {exc}")
         return {"ok": False, "error": str(exc)}
     result.update(extra or {})
-    if final.finish(request, result):
+    if not final.finish(request, result, with_answer):  # another process ended it first
+        progress.record_stages(str(request.id), [dict(r) for r in with_answer], keep=False)
+    else:
         try:
             shadows.after_answer(request, result)
         except Exception:  # the answer stands; its record only lacks a shadow's forecast

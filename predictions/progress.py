@@ -119,8 +119,7 @@ def _record(
 ) -> None:
     if not records:
         return
-    payloads = [{"request_id": request_id, **record} for record in records]
-    encoded = [json.dumps(payload) for payload in payloads]  # a bug here is raised
+    encoded = _stage_texts(request_id, records)  # a bug here is raised
     event = encoded[0] if len(encoded) == 1 else f"[{','.join(encoded)}]"
     try:
         pipe = get_redis().pipeline(transaction=False)
@@ -138,28 +137,38 @@ def _record(
         logger.warning("stage records of %s not kept: %s", request_id, exc)
 
 
+def _stage_texts(request_id: str, records: Sequence[Mapping[str, Any]]) -> list[str]:
+    return [json.dumps({"request_id": request_id, **record}) for record in records]
+
+
+def request_event(event: str, request: Any, **extra: Any) -> dict[str, Any]:
+    """What live listeners hear when a request was `submitted`, `cached`, `done` or
+    `failed`."""
+    now = time.time()
+    created = request.created_at.timestamp()
+    return {
+        "kind": "request",
+        "event": event,
+        "request_id": str(request.id),
+        "symbol": request.symbol,
+        "horizon": request.horizon,
+        "strategy": request.strategy,
+        "cache_hit": event == "cached",
+        "precomputed": bool(getattr(request, "precomputed", False)),
+        "created_at": round(created, 4),
+        "at": round(now, 4),
+        "latency_ms": round((now - created) * 1000, 1) if event != "submitted" else None,
+        **extra,
+    }
+
+
 def publish_request(event: str, request: Any, **extra: Any) -> None:
     """Tell live listeners a request was `submitted`, `cached`, `done` or `failed`.
 
     One pipelined round trip (publish + metric counters); never fails the caller.
     """
+    payload = request_event(event, request, **extra)
     try:
-        now = time.time()
-        created = request.created_at.timestamp()
-        payload = {
-            "kind": "request",
-            "event": event,
-            "request_id": str(request.id),
-            "symbol": request.symbol,
-            "horizon": request.horizon,
-            "strategy": request.strategy,
-            "cache_hit": event == "cached",
-            "precomputed": bool(getattr(request, "precomputed", False)),
-            "created_at": round(created, 4),
-            "at": round(now, 4),
-            "latency_ms": round((now - created) * 1000, 1) if event != "submitted" else None,
-            **extra,
-        }
         pipe = get_redis().pipeline(transaction=False)
         pipe.publish(EVENTS_CHANNEL, json.dumps(payload))
         if event in FINAL_EVENTS:
@@ -168,6 +177,18 @@ def publish_request(event: str, request: Any, **extra: Any) -> None:
         pipe.execute()
     except RedisError as exc:  # live events are best-effort; the request row is the truth
         logger.warning("%s event of %s not published: %s", event, request.id, exc)
+
+
+def final_event_text(payload: dict[str, Any], records: Sequence[Mapping[str, Any]]) -> str:
+    """A final event as published on the events channel, with the stage records that end
+    with it (a warm request's, combined by its coordinator) before it in one list; both
+    counted in the metrics, sent with this process's next send (`publish_request`'s
+    counting, for a caller that publishes from a script: `predictions.final`)."""
+    encoded = [*_stage_texts(payload["request_id"], records), json.dumps(payload)]
+    for record in records:
+        event_metrics.count_stage(None, dict(record))
+    event_metrics.count_request(None, payload)
+    return encoded[0] if len(encoded) == 1 else f"[{','.join(encoded)}]"
 
 
 def stages(request_id: str) -> list[dict[str, Any]]:

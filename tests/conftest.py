@@ -88,11 +88,13 @@ def _clean_redis_state() -> Iterator[None]:
     Only those keys go: the broker's queues and the heartbeats share this Redis.
     """
     from api import hotpath
+    from plumbing import event_metrics
     from plumbing.redis_client import get_redis
     from registry.model_registry import forget_runs
     from workers import queue_routing
 
     redis = get_redis()
+    event_metrics.flush()  # the last test's pending counts (places freed) before their keys go
     patterns = (
         "answer*",
         "throttle:*",

@@ -35,3 +35,13 @@ def test_a_late_render_of_the_old_prediction_cannot_overwrite_the_new(api_client
     )
     assert stored is False
     assert ask(api_client) == str(new.id)
+
+
+def test_an_older_prediction_ending_late_never_lowers_the_version(api_client):
+    old = finished_prediction("AAPL", 5)
+    new = finished_prediction("AAPL", 5)
+    answer_cache.supersede("AAPL", 5, new.finished_at.timestamp())
+    answer_cache.supersede("AAPL", 5, old.finished_at.timestamp())  # its final step came last
+    render = answers.render(old, cached=True)
+    assert not answer_cache.store("AAPL", 5, render, old.finished_at.timestamp(), ttl=60)
+    assert ask(api_client) == str(new.id)

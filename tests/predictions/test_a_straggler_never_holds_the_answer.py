@@ -122,14 +122,12 @@ def test_the_late_run_reaches_the_registry_and_the_answer_stays_as_first_finishe
     assert (again.status, again.finished_at, again.result) == (
         first.status, first.finished_at, first.result
     )  # fmt: skip
-    assert events.count(("final", "done")) == 1
+    assert events.count(("final", "done")) == 1  # the place is freed in the same script: once
     assert events.count(("request", "done")) == 1
     stages = [(s["stage"], s["outcome"]) for s in progress.stages(request_id)]
     assert ("model:ridge", "late") in stages and ("model:ridge", "ok") in stages
     assert stages.count(("combine", "ok")) == 1
     assert redis.zscore(admission.IN_FLIGHT_KEY, request_id) is None
-    drained = sum(int(redis.get(key) or 0) for key in redis.scan_iter("stockserve:drained:*"))
-    assert drained == 1  # one place freed, once
 
 
 def drain(pubsub: Any, request_id: str) -> list[tuple[str, str]]:

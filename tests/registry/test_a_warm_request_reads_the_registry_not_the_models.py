@@ -3,9 +3,15 @@ the registry and combines the parts itself, and the answer is the cold run's."""
 
 from __future__ import annotations
 
+import json
+import time
+from typing import Any
+
 import pytest
 
+from plumbing.redis_client import get_redis
 from predictions.models import PredictionRequest
+from predictions.progress import EVENTS_CHANNEL
 from tests.support.api import submit_and_wait
 
 pytestmark = [pytest.mark.django_db(transaction=True), pytest.mark.integration]
@@ -15,11 +21,34 @@ def stages_by_name(prediction: dict) -> dict[str, dict]:
     return {stage["stage"]: stage for stage in prediction["result"]["stages"]}
 
 
+def messages_until_done(pubsub: Any, request_id: str, timeout: float = 10.0) -> list[list[dict]]:
+    """The events-channel messages that speak of `request_id` (each as a list of its
+    events), up to the one with its done event."""
+    found = []
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        message = pubsub.get_message(timeout=0.5)
+        if message is None:
+            continue
+        data = json.loads(message["data"])
+        mine = [e for e in (data if isinstance(data, list) else [data]) if isinstance(e, dict)]
+        mine = [e for e in mine if e.get("request_id") == request_id]
+        if mine:
+            found.append(mine)
+        if any(e.get("event") == "done" for e in mine):
+            return found
+    raise AssertionError(f"no done event of {request_id} within {timeout} s: {found}")
+
+
 def test_a_warm_request_is_answered_and_combined_by_the_coordinator(
     staff_api_client, celery_worker
 ):
     _, cold = submit_and_wait(staff_api_client, symbol="IBM", horizon=4, use_cache=False)
+    events = get_redis().pubsub(ignore_subscribe_messages=True)
+    events.subscribe(EVENTS_CHANNEL)
     _, warm = submit_and_wait(staff_api_client, symbol="IBM", horizon=4, use_cache=False)
+    messages = messages_until_done(events, warm["id"])
+    events.close()
     assert cold["status"] == warm["status"] == "done", (cold["error"], warm["error"])
 
     cold_models = {m["model"]: m for m in cold["result"]["models"]}
@@ -43,6 +72,11 @@ def test_a_warm_request_is_answered_and_combined_by_the_coordinator(
     assert warm_stages["sentiment"]["queue"] == "io"
     assert cold_stages["combine"]["queue"] == "cpu"  # the chord's callback
     assert warm_stages["combine"]["queue"] == "io"  # the coordinator, no message more
+    # Two messages: submitted, then every stage record and the done event (last) together.
+    submitted, final = messages
+    assert [e["event"] for e in submitted] == ["submitted"]
+    assert final[-1]["event"] == "done"
+    assert [e["stage"] for e in final[:-1]] == [s["stage"] for s in warm["result"]["stages"]]
 
     # Answered by the coordinator at once: one UPDATE wrote the prices, the start and the end.
     cold_row, warm_row = (PredictionRequest.objects.get(id=p["id"]) for p in (cold, warm))
