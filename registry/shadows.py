@@ -4,9 +4,10 @@ Why: the judge needs the shadow only where a forecast of record is made (it comp
 two generations' daily errors there), so an answer never waits for it. When a finished
 prediction says a new recipe is being judged for one of its models (the running code's
 recipe differs from the serving generation's, registry/generations.py), `after_answer`
-queues one task per such model, routed like the model itself; the task trains the shadow
-the first time (one at a time per symbol and model), forecasts on the very prices the
-answer used, and puts the path into the forecast of record.
+queues one task per such model, routed like the model itself (the models that share a
+queue through one message, `forecast_shadows`); the task trains the shadow the first time
+(one at a time per symbol and model), forecasts on the very prices the answer used, and
+puts the path into the forecast of record.
 
 A shadow is the service's own work, whoever asked the question: it goes to the spare lane
 while a warm worker consumes `spare`, whatever the request's lane, so it takes only the CPU
@@ -34,6 +35,7 @@ from workers import queue_routing
 
 log = logging.getLogger(__name__)
 FORECAST_SHADOW = "workers.shadows.forecast_shadow"
+FORECAST_SHADOWS = "registry.shadows.forecast_shadows"
 LOCK_SECONDS = 600  # longer than a shadow's training; a crashed holder's lock expires
 
 
@@ -58,10 +60,36 @@ def after_answer(request: PredictionRequest, result: dict[str, Any]) -> int:
         .first()
     ) or {}
     judging = [m for m in judging if generations.shadow_key(m) not in members]
+    by_queue: dict[str, list[str]] = {}
     for model in judging:
-        route = queue_routing.in_lane(queue_routing.route_model(model), spare=True)
-        forecast_shadow.apply_async((str(request.id), model), queue=route.queue, expires=3600)
+        by_queue.setdefault(_shadow_queue(model), []).append(model)
+    for queue, models in by_queue.items():
+        if len(models) == 1:
+            forecast_shadow.apply_async((str(request.id), *models), queue=queue, expires=3600)
+        else:
+            forecast_shadows.apply_async((str(request.id), models), queue=queue, expires=3600)
     return len(judging)
+
+
+def _shadow_queue(model: str) -> str:
+    return queue_routing.in_lane(queue_routing.route_model(model), spare=True).queue
+
+
+@shared_task(bind=True, name=FORECAST_SHADOWS, ignore_result=True, acks_late=True)
+def forecast_shadows(self: Any, request_id: str, models: list[str]) -> int:
+    """Queue a `forecast_shadow` for each of `models` on the queue this message came by.
+
+    Why: a new forecast of record asks a shadow of every model, and each message costs
+    the process that answered a round trip while the next question may need it; so it
+    sends one, and the lane the shadows run in sends the rest. Each shadow stays a task of
+    its own: a spare-lane task yields to the questions at its start (workers/yielding.py),
+    and one task running every model back to back would yield once for all of them."""
+    queue = (self.request.delivery_info or {}).get("routing_key")
+    for model in models:
+        forecast_shadow.apply_async(
+            (request_id, model), queue=queue or _shadow_queue(model), expires=3600
+        )
+    return len(models)
 
 
 @shared_task(name=FORECAST_SHADOW, ignore_result=True, acks_late=True)

@@ -28,6 +28,7 @@ RELEASED_NAMES = {
     "workers.market.follow_clock",
     "workers.market.score_forecasts",
     "workers.shadows.forecast_shadow",
+    "registry.shadows.forecast_shadows",
 }
 
 
