@@ -55,6 +55,7 @@ from lab.users_first_report import (
 )
 from loadtests.deployment import wait_until
 from loadtests.report import machine
+from plumbing.packed_json import unpack
 
 SYMBOL, FIRST_HORIZON, WARM_UP_HORIZON = "MSFT", 2, 20
 OFF = {"PRECOMPUTE_SYMBOLS": "", "REGISTRY_SHADOW": "false"}
@@ -114,7 +115,7 @@ class Databases:
 
 
 def _json(value: Any) -> Any:
-    return json.loads(value) if isinstance(value, str | bytes) else value  # PostgreSQL: parsed
+    return json.loads(value) if isinstance(value, str) else value  # PostgreSQL: parsed
 
 
 def read_db(
@@ -131,7 +132,7 @@ def read_db(
         "SELECT symbol, horizon, status FROM predictions_predictionrequest WHERE precomputed"
     )
     made, expected = shadow_counts(
-        [((s, h, str(day)), _json(result)) for s, h, day, result in answers],
+        [((s, h, str(day)), unpack(result)) for s, h, day, result in answers],
         {(s, h, str(day)): _json(members) for s, h, day, members in records},
     )
     counts = {"shadows_made": made, "shadows_expected": expected}

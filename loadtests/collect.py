@@ -2,12 +2,11 @@
 
 The runner does not load Django (each configuration has its own database), so it reads
 the request table directly: status, timestamps, and the result's stage records, models,
-cascade decision and backtest error.
+cascade decision and backtest error (the result unpacked as the model field stores it).
 """
 
 from __future__ import annotations
 
-import json
 import sqlite3
 import statistics
 import uuid
@@ -17,6 +16,7 @@ from typing import Any
 
 from loadtests.latencies import percentile
 from loadtests.report import fraction
+from plumbing.packed_json import unpack
 
 TABLE = "predictions_predictionrequest"
 
@@ -37,7 +37,7 @@ def trained_runs(result: dict[str, Any] | None) -> tuple[int, int]:
 
 
 def _record(row: sqlite3.Row) -> dict[str, Any]:
-    result = json.loads(row["result"]) if row["result"] else None
+    result = unpack(row["result"]) if row["result"] else None
     created, finished = _epoch(row["created_at"]), _epoch(row["finished_at"])
     record: dict[str, Any] = {
         "id": uuid.UUID(row["id"]).hex,

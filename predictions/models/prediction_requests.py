@@ -17,7 +17,7 @@ from django.db.models import Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from plumbing import fast_json
+from plumbing.packed_json import PackedJSONField
 
 
 class Status(models.TextChoices):
@@ -120,9 +120,7 @@ class PredictionRequest(models.Model):
     price_key = models.CharField(max_length=64, blank=True)
     data_source = models.CharField(max_length=64, blank=True)
     last_bar_date = models.DateField(null=True, blank=True)
-    result = models.JSONField(
-        null=True, blank=True, encoder=fast_json.Encoder, decoder=fast_json.Decoder
-    )
+    result = PackedJSONField(null=True, blank=True)  # zlib-compressed JSON, not jsonb
     error = models.TextField(blank=True)
     # A follower joined this request while it ran: it keeps no copy of the result.
     answered_by = models.ForeignKey(
