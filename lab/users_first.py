@@ -114,10 +114,6 @@ class Databases:
             self.pg.stop()
 
 
-def _json(value: Any) -> Any:
-    return json.loads(value) if isinstance(value, str) else value  # PostgreSQL: parsed
-
-
 def read_db(
     rows: Callable[[str], list[tuple[Any, ...]]], watched: list[tuple[str, int]]
 ) -> dict[str, Any]:
@@ -133,7 +129,10 @@ def read_db(
     )
     made, expected = shadow_counts(
         [((s, h, str(day)), unpack(result)) for s, h, day, result in answers],
-        {(s, h, str(day)): _json(members) for s, h, day, members in records},
+        {
+            (s, h, str(day)): json.loads(m) if isinstance(m, str) else m  # PostgreSQL: parsed
+            for s, h, day, m in records
+        },
     )
     counts = {"shadows_made": made, "shadows_expected": expected}
     return {**counts, **refresh_counts(pipelines, watched)}
