@@ -215,7 +215,7 @@ class PredictionDetail(APIView):
             with wait_slot(client_key(request)) as free:
                 if not free:
                     raise RetryLater(free.reason, 503, WAIT_RETRY_SECONDS)
-                awaiting.wait_for([prediction], wait)
+                (prediction,) = awaiting.wait_for([prediction], wait)
         final.fail_if_stale(prediction)
         return Response(PredictionDetailSerializer(prediction, context=context).data)
 

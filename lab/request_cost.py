@@ -25,6 +25,7 @@ ends once the workers hold no task for later (`held_for_later`).
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import shutil
 import sqlite3
@@ -41,6 +42,7 @@ import psycopg
 import redis
 import requests
 from kombu.transport.redis import Channel
+from redis.client import PubSub
 
 from devstack.postgres import ThrowawayPostgres
 from devstack.supervisor import Supervisor, handle_signals
@@ -86,15 +88,14 @@ FINAL_CHANNEL = "stockserve:final:{}"  # predictions.progress._final_channel (no
 def wait_final(
     redis_url: str, base: str, rid: str, timeout: float = 600
 ) -> tuple[int, dict[str, Any]]:
-    """Wait for the request's final event (as the web's `?wait=` does), then read it once;
-    re-read every 5 s in case the event came before the subscription. Returns the status
-    reads it took (a client's final read of its answer, counted in the step's figures;
-    polling on a timer would make a request's cost depend on how long it ran) and the
-    final answer."""
-    deadline = time.monotonic() + timeout
-    pubsub = redis.Redis.from_url(redis_url).pubsub(ignore_subscribe_messages=True)
-    pubsub.subscribe(FINAL_CHANNEL.format(rid))
-    reads = 0
+    """Wait for the request's final event as the web's `?wait=` does (on a subscriber kept
+    between waits), then read it once; re-read every 5 s in case the event came before the
+    subscription. Returns the status reads it took (a client's final read of its answer,
+    counted in the step's figures; polling on a timer would make a request's cost depend on
+    how long it ran) and the final answer."""
+    deadline, reads = time.monotonic() + timeout, 0
+    pubsub = subscriber(redis_url)
+    pubsub.subscribe(channel := FINAL_CHANNEL.format(rid))
     try:
         while time.monotonic() < deadline:
             until = time.monotonic() + 5.0
@@ -105,8 +106,13 @@ def wait_final(
             if body["status"] in ("done", "failed"):
                 return reads, body
     finally:
-        pubsub.close()
+        pubsub.unsubscribe(channel)
     raise TimeoutError(f"request {rid} did not finish in {timeout} s")
+
+
+@functools.cache
+def subscriber(redis_url: str) -> PubSub:
+    return redis.Redis.from_url(redis_url).pubsub(ignore_subscribe_messages=True)
 
 
 @dataclass

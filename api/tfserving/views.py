@@ -162,7 +162,8 @@ class Predict(TFServingView):
         """Wait for the pipelines this call started or joined; an error response if any is
         not done in time or failed."""
         with wait_slot(client) as free:
-            awaiting.wait_for(asked.values(), settings.TFSERVING_MAX_WAIT if free else 0.0)
+            seconds = settings.TFSERVING_MAX_WAIT if free else 0.0
+            asked = dict(zip(asked, awaiting.wait_for(asked.values(), seconds), strict=True))
         unfinished, failed = [], []
         for question, request in asked.items():
             answer = awaiting.answer_of(request)
