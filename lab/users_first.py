@@ -160,8 +160,9 @@ SPARE_STARTS = (  # the spare workers' task starts, as `workers.queue_wait` reco
 
 
 def spare_starts(stack: Side, began: float, ended: float) -> dict[str, int]:
-    """Spare-lane tasks started in the 10 s before the questions and while they ran: work
-    beside the questions either started with them or ran on from before."""
+    """Spare-lane tasks taken in the 10 s before the questions and while they ran (a task's
+    start is recorded as a spare process takes it, before it yields): work beside the
+    questions either came with them or ran on from before."""
     recorded = json.loads(stack.manage("shell", "-c", SPARE_STARTS).splitlines()[-1])
     starts = [at for at, _ in recorded]
     return {

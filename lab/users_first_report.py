@@ -121,7 +121,7 @@ def run_table(number: int, run: dict[str, Any]) -> list[str]:
         )
     if "cpu_ms_per_question" in off:
         lines += ["", "| ms per question | CPU: the questions' processes | their wait for a "
-                  "core | CPU: the spare worker | cores busy | spare tasks started: 10 s "
+                  "core | CPU: the spare worker | cores busy | spare tasks taken: 10 s "
                   "before / during |", "| --- | --- | --- | --- | --- | --- |"]  # fmt: skip
         for name, side in (("on", on), ("off", off)):
             used = side["cpu_ms_per_question"]
