@@ -27,33 +27,46 @@ from predictions import final, progress
 from predictions.models import PredictionRequest
 
 RECHECK_SECONDS = 1.0
+QUIET_SECONDS = 1.0  # the most a finished wait waits for Redis to confirm its unsubscribes
 _kept = threading.local()  # this thread's idle subscriber: (process id, client, PubSub)
 
 
 def _borrow_subscriber() -> PubSub:
-    """This thread's idle subscriber, if it has one for this process and Redis client;
+    """This thread's idle subscriber, if it has one for this process and Redis client and
+    nothing has arrived on it since it went quiet (anything would be Redis closing it);
     else a new one (two waits at once in a thread each get their own)."""
     client, kept = get_redis(), getattr(_kept, "subscriber", None)
     _kept.subscriber = None
-    if kept is not None and kept[0] == os.getpid() and kept[1] is client:
-        return kept[2]
+    if kept is None:
+        return client.pubsub(ignore_subscribe_messages=True)
+    pid, kept_client, pubsub = kept
+    try:
+        if pid == os.getpid() and kept_client is client and not pubsub.connection.can_read(0):
+            return pubsub
+    except RedisError:
+        pass
+    if pid == os.getpid():
+        pubsub.close()
     return client.pubsub(ignore_subscribe_messages=True)
 
 
 def _give_back(pubsub: PubSub, channels: list[str]) -> None:
-    """Unsubscribed from what is left and kept for the thread's next wait; closed when it
-    cannot be (Redis away) or the thread keeps another already. Messages that arrive
-    after this are read and ignored by the next waiter (they name none of its channels)."""
+    """Unsubscribed from what is left, every confirmation read (so the connection is quiet),
+    and kept for the thread's next wait; closed when that fails (Redis away) or the thread
+    keeps another already."""
     try:
         if channels:
             pubsub.unsubscribe(*channels)
+        quiet_by = time.monotonic() + QUIET_SECONDS
+        while pubsub.subscribed and (left := quiet_by - time.monotonic()) > 0:
+            pubsub.get_message(timeout=left)
     except RedisError:
         pubsub.close()
         return
-    if getattr(_kept, "subscriber", None) is None and pubsub.connection is not None:
-        _kept.subscriber = (os.getpid(), get_redis(), pubsub)
-    else:
+    if pubsub.subscribed or pubsub.connection is None or getattr(_kept, "subscriber", None):
         pubsub.close()
+    else:
+        _kept.subscriber = (os.getpid(), get_redis(), pubsub)
 
 
 def answer_of(request: PredictionRequest) -> PredictionRequest:

@@ -63,6 +63,13 @@ def test_two_waits_in_a_row_use_one_connection_that_stays_open():
     assert wait_once(in_flight()) == first
 
 
+def test_a_kept_connection_that_redis_closed_is_replaced_by_a_new_one():
+    first = wait_once(in_flight())
+    get_redis().client_kill(f"127.0.0.1:{first}")  # as a restart or an idle timeout does
+    second = wait_once(in_flight())
+    assert second != first and redis_sees(second)
+
+
 def test_two_waiters_at_once_get_a_connection_each_and_both_are_woken():
     one, two = in_flight(), in_flight()
     first, second = awaiting.Awaited(), awaiting.Awaited()
@@ -88,7 +95,7 @@ def test_an_event_left_unread_by_the_last_waiter_does_not_end_the_next_ones_wait
     waiter = awaiting.Awaited()
     try:
         waiter.add(str(awaited.id))
-        assert waiter._pubsub is gone._pubsub  # the same connection, the event still in it
+        assert waiter._pubsub is gone._pubsub  # the same connection, kept
         assert waiter.ended(seconds=0.5) == []  # not woken by the other request's event
         finish(awaited)
         assert [str(r.id) for r in waiter.ended(seconds=10)] == [str(awaited.id)]
