@@ -25,7 +25,6 @@ ends once the workers hold no task for later (`held_for_later`).
 from __future__ import annotations
 
 import argparse
-import functools
 import json
 import shutil
 import sqlite3
@@ -42,7 +41,6 @@ import psycopg
 import redis
 import requests
 from kombu.transport.redis import Channel
-from redis.client import PubSub
 
 from devstack.postgres import ThrowawayPostgres
 from devstack.supervisor import Supervisor, handle_signals
@@ -83,18 +81,20 @@ def db_rows(path: Path) -> dict[str, int]:
 
 
 FINAL_CHANNEL = "stockserve:final:{}"  # predictions.progress._final_channel (no Django here)
+SUBSCRIBERS: dict[str, Any] = {}  # a Redis URL's subscriber, kept between waits
 
 
 def wait_final(
     redis_url: str, base: str, rid: str, timeout: float = 600
 ) -> tuple[int, dict[str, Any]]:
-    """Wait for the request's final event as the web's `?wait=` does (on a subscriber kept
-    between waits), then read it once; re-read every 5 s in case the event came before the
-    subscription. Returns the status reads it took (a client's final read of its answer,
-    counted in the step's figures; polling on a timer would make a request's cost depend on
-    how long it ran) and the final answer."""
+    """Wait for the request's final event as the web's `?wait=` does (its subscriber kept
+    between waits), then read it once; re-read every 5 s in case the event came first.
+    Returns the status reads it took (a client's read of its answer, counted in the step's
+    figures; polling on a timer would tie a request's cost to its length) and the answer."""
     deadline, reads = time.monotonic() + timeout, 0
-    pubsub = subscriber(redis_url)
+    pubsub = SUBSCRIBERS.get(redis_url) or SUBSCRIBERS.setdefault(
+        redis_url, redis.Redis.from_url(redis_url).pubsub(ignore_subscribe_messages=True)
+    )
     pubsub.subscribe(channel := FINAL_CHANNEL.format(rid))
     try:
         while time.monotonic() < deadline:
@@ -108,11 +108,6 @@ def wait_final(
     finally:
         pubsub.unsubscribe(channel)
     raise TimeoutError(f"request {rid} did not finish in {timeout} s")
-
-
-@functools.cache
-def subscriber(redis_url: str) -> PubSub:
-    return redis.Redis.from_url(redis_url).pubsub(ignore_subscribe_messages=True)
 
 
 @dataclass
@@ -144,9 +139,8 @@ def send(stack: Deployment, kind: str, i: int, horizon: int) -> Sent:
 
 
 def idle_rates(redis_url: str, seconds: float = 5.0) -> dict[str, float]:
-    """What Redis's counters grow by per second with no request sent (its own cron, the
-    workers' heartbeats, the relay's reads): taken off each step's figures, so a request's
-    cost does not depend on how long its step took."""
+    """What Redis's counters grow by per second with no request sent (cron, heartbeats, the
+    relay's reads), taken off each step so a request's cost does not grow with its length."""
     client = redis.Redis.from_url(redis_url)
     before, began = redis_counters(client), time.monotonic()
     time.sleep(seconds)  # a benchmark's idle window: nothing to wait for but the time

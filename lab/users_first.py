@@ -153,24 +153,6 @@ def cpu_by_lane(stack: Stack) -> dict[str, float]:
     }
 
 
-SPARE_STARTS = (  # the spare workers' task starts, as `workers.queue_wait` records them
-    "import json; from plumbing.redis_client import get_redis; print(json.dumps([json.loads(e)"
-    " for e in get_redis().lrange('stockserve:queue-waits:spare', 0, -1)]))"
-)
-
-
-def spare_starts(stack: Side, began: float, ended: float) -> dict[str, int]:
-    """Spare-lane tasks taken in the 10 s before the questions and while they ran (a task's
-    start is recorded as a spare process takes it, before it yields): work beside the
-    questions either came with them or ran on from before."""
-    recorded = json.loads(stack.manage("shell", "-c", SPARE_STARTS).splitlines()[-1])
-    starts = [at for at, _ in recorded]
-    return {
-        "before": sum(began - 10 <= at < began for at in starts),
-        "during": sum(began <= at <= ended for at in starts),
-    }
-
-
 def _pairs(argv: list[str]) -> list[list[str]]:
     return [argv[i : i + 2] for i in range(len(argv) - 1)]
 
@@ -248,18 +230,17 @@ class UsersFirst:
                 wait_until(lambda: read_db(db, watched)["refreshes_in_flight"] > 0,
                            time.monotonic() + 180, "the watchlist's refresh", self.sup)  # fmt: skip
         at_start = read_db(db, watched)["refreshes_in_flight"]
-        cpu_before, busy_before, clock, began = (
+        cpu_before, busy_before, clock = (
             cpu_by_lane(stack),
             cpu.machine_busy_seconds(),
             time.monotonic(),
-            time.time(),
         )
         answered = [
             predict(stack.base, token, symbol=SYMBOL, horizon=h, use_cache=False)
             for h in self.args.horizon_list
         ]
         latencies = [ms for ms, _ in answered]
-        cpu_after, busy_after, ended = cpu_by_lane(stack), cpu.machine_busy_seconds(), time.time()
+        cpu_after, busy_after = cpu_by_lane(stack), cpu.machine_busy_seconds()
         window = time.monotonic() - clock
         per_question = {
             lane: 1000 * (cpu_after[lane] - cpu_before[lane]) / len(answered) for lane in cpu_after
@@ -274,7 +255,7 @@ class UsersFirst:
 
         with contextlib.suppress(TimeoutError):
             wait_until(settled, time.monotonic() + self.args.settle, "the background", self.sup)
-        counts, spare = read_db(db, watched), spare_starts(stack, began, ended)
+        counts = read_db(db, watched)
         stack.stop()
         return {
             "latencies_ms": latencies,
@@ -285,7 +266,6 @@ class UsersFirst:
             "cores_busy": (busy_after - busy_before) / window,
             "pending": shadows,
             "watchlist_in_flight": [at_start, at_end],
-            "spare_starts": spare,
             "load_average": load,
             **counts,
         }

@@ -121,16 +121,13 @@ def run_table(number: int, run: dict[str, Any]) -> list[str]:
         )
     if "cpu_ms_per_question" in off:
         lines += ["", "| ms per question | CPU: the questions' processes | their wait for a "
-                  "core | CPU: the spare worker | cores busy | spare tasks taken: 10 s "
-                  "before / during |", "| --- | --- | --- | --- | --- | --- |"]  # fmt: skip
+                  "core | CPU: the spare worker | cores busy |",
+                  "| --- | --- | --- | --- | --- |"]  # fmt: skip
         for name, side in (("on", on), ("off", off)):
             used = side["cpu_ms_per_question"]
             waited = fmt(used.get("questions waiting", 0.0), 1)
-            started = side.get("spare_starts", {})
-            spare_started = f"{started.get('before', '–')} / {started.get('during', '–')}"
             lines.append(f"| {name} | {fmt(used['questions'], 1)} | {waited} | "
-                         f"{fmt(used['spare'], 1)} | {side['cores_busy']:.2f} | "
-                         f"{spare_started} |")  # fmt: skip
+                         f"{fmt(used['spare'], 1)} | {side['cores_busy']:.2f} |")  # fmt: skip
     names = list(off.get("stages_ms", {}))
     if names:
         lines += ["", "| median ms | " + " | ".join(names) + " |",

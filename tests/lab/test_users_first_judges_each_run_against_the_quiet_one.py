@@ -4,13 +4,12 @@ the database holds, and runs the on stacks with the background settings as shipp
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
 
 from devstack.supervisor import Supervisor
-from lab.users_first import OFF, Side, spare_starts
+from lab.users_first import OFF, Side
 from lab.users_first_report import (
     judge,
     latency_summary,
@@ -180,34 +179,3 @@ def test_the_time_no_stage_ran_is_the_answer_less_the_stages_side_by_side():
     assert summary["combine"] == pytest.approx(10.0)
     # the stages cover 10 + 40 + 10 = 60 ms of each answer: 40 and 60 ms were outside them
     assert summary["outside stages"] == pytest.approx(50.0)
-
-
-class RecordedStarts:
-    """A stack whose spare workers recorded these task starts (`manage shell` prints them)."""
-
-    def __init__(self, starts: list[float]) -> None:
-        self.starts = starts
-
-    def manage(self, *args: str) -> str:
-        assert args[:2] == ("shell", "-c") and "queue-waits:spare" in args[2]
-        return "a warning first\n" + json.dumps([[at, 0.5] for at in self.starts])
-
-
-def test_spare_tasks_are_counted_as_started_before_or_while_the_questions_ran():
-    began, ended = 1_000.0, 1_003.0
-    starts = [985.0, 991.0, 999.5, 1_000.0, 1_002.9, 1_003.5]
-    assert spare_starts(RecordedStarts(starts), began, ended) == {"before": 2, "during": 2}
-
-
-def test_the_cpu_table_says_how_many_spare_tasks_started_before_and_during():
-    used = {"spare": 228.3, "questions": 216.7, "questions waiting": 317.8}
-    on = {**side(230.0, 285.0, 8_500.0), "cpu_ms_per_question": used, "cores_busy": 1.96,
-          "spare_starts": {"before": 4, "during": 0}}  # fmt: skip
-    quiet = {**QUIET, "cpu_ms_per_question": {**used, "spare": 0.0}, "cores_busy": 1.41}
-    run = {"order": ["off", "on"], "on": on, "off": quiet, "verdicts": judge(on, quiet)}
-    machine = {"cores": 2, "cpu": "x86", "load_average": [0.5, 0.5, 0.5]}
-    text = report({"date": "2026-12-07 18:32", "commit": "abc1234", "command": "c",
-                   "machine": machine, "machine_after": machine, "symbol": "MSFT", "off": "",
-                   "horizons": [3], "runs": [run]})  # fmt: skip
-    assert "| on | 216.7 | 317.8 | 228.3 | 1.96 | 4 / 0 |" in text
-    assert "| off | 216.7 | 317.8 | 0.0 | 1.41 | – / – |" in text
