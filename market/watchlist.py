@@ -28,7 +28,7 @@ from marketdata import market_clock
 from marketdata.prices import PriceDataError
 from marketdata.sources import price_chain
 from plumbing.redis_client import get_redis
-from predictions import gate
+from predictions import gate, lanes
 from predictions.gate import Client, Question
 from predictions.models import PredictionRequest
 
@@ -95,7 +95,9 @@ class _Freshness:
 def client() -> Client:
     """The watchlist as a client of admission control: at most PRECOMPUTE_MAX_IN_FLIGHT
     pipelines of its own, within its fair share like any client."""
-    return Client("watchlist", precomputed=True, most_in_flight=settings.PRECOMPUTE_MAX_IN_FLIGHT)
+    return Client(
+        lanes.WATCHLIST_CLIENT, precomputed=True, most_in_flight=settings.PRECOMPUTE_MAX_IN_FLIGHT
+    )
 
 
 def refresh() -> Refresh:

@@ -337,3 +337,9 @@ def retry_after(in_flight: int, limit: int) -> int:
 
 def in_flight() -> int:
     return int(get_redis().zcount(IN_FLIGHT_KEY, time.time(), "+inf"))
+
+
+def owners() -> list[str]:
+    """The clients holding the places now (at most twice the limit); one round trip."""
+    found: list[bytes] = get_redis().hvals(OWNERS_KEY)  # type: ignore[assignment]
+    return [owner.decode() for owner in found]

@@ -13,8 +13,13 @@ queues, as every request did before (`workers.queue_routing.in_lane`).
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from predictions.admission import is_anonymous
 from predictions.models import Lane, PredictionRequest
+
+# The one admitted client asking ahead of time (model health's retraining takes no place).
+WATCHLIST_CLIENT = "watchlist"
 
 
 def lane_for(client: str | None, precomputed: bool) -> str:
@@ -23,6 +28,13 @@ def lane_for(client: str | None, precomputed: bool) -> str:
     if precomputed or (client is not None and is_anonymous(client)):
         return Lane.SPARE
     return Lane.USUAL
+
+
+def a_person_waits(owners: Iterable[str]) -> bool:
+    """Any of these places' owners (`admission.owners`) is a client of the usual lane: a
+    person, a stream or a batch host. A spare-lane request an identified client joined
+    (`joined`) keeps its anonymous owner and is not seen here."""
+    return any(lane_for(owner, owner == WATCHLIST_CLIENT) == Lane.USUAL for owner in owners)
 
 
 def joined(leader: PredictionRequest, lane: str) -> None:

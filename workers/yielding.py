@@ -14,12 +14,15 @@ question behind them are not yielded to. After their cached answer was supersede
 stampede of anonymous askers kept the web processes busy with misses, and their own
 recomputation, in the spare lane, waited its bound at every stage: 20 s without the answer
 they all waited for (`make -C lab bench-api`, the round after a fresh stack's first market
-day).
+day). The usual lane is at work while a person's question holds an admission place, or
+while a task of its queues started in the last seconds (the queue-wait records the
+workers already keep in Redis). Starts alone missed a cold question: its models train for
+seconds without starting a task, and the watchlist's first refresh ran beside a fresh
+stack's first question, 8 s of the spare worker's CPU during it (13.9 s against 8.5 s).
 
 The cores are measured by the host itself: /proc/stat counts the CPU time of niced
 processes apart (`nice`) from the rest (`user`, `system`). A spare worker that is not
-niced (SPARE_WORKER_NICE=0) would count its own work: it does not wait. The usual lane's
-work is read from the queue-wait records the workers already keep in Redis.
+niced (SPARE_WORKER_NICE=0) would count its own work: it does not wait.
 """
 
 from __future__ import annotations
@@ -31,11 +34,15 @@ from pathlib import Path
 
 from redis.exceptions import RedisError
 
+from predictions import admission, lanes
 from workers import queue_wait
 from workers.queue_routing import CPU, GPU, IO
 
 STAT = Path("/proc/stat")
-WINDOW_SECONDS = 0.02  # one look: long enough to see a running stage, short beside a task
+# One look: the cores' use over this long. A cold question's stages left 2 % of 20 ms
+# windows with at most half a core busy, and a task waiting for one started within about
+# a second; none of the 200 ms windows (lab/records/benchmarks.md, 2026-12-07).
+WINDOW_SECONDS = 0.2
 USUAL_QUEUES = (IO, CPU, GPU)  # identified clients' questions, while a spare worker is warm
 # A person asking one question after another leaves gaps of a few ms between pipelines, and
 # a task's start reaches Redis up to a second late: the lane counts as at work this long.
@@ -43,9 +50,12 @@ USUAL_LANE_RECENT_SECONDS = 3.0
 
 
 def usual_lane_at_work(now: float | None = None) -> bool:
-    """A task of the usual lane's queues started within USUAL_LANE_RECENT_SECONDS (one
-    round trip). Redis unreachable: yield, as if it were."""
+    """A question of the usual lane holds an admission place (`lanes.a_person_waits`), or
+    a task of its queues started within USUAL_LANE_RECENT_SECONDS; one or two round
+    trips. Redis unreachable: yield, as if it were."""
     try:
+        if lanes.a_person_waits(admission.owners()):
+            return True
         newest = queue_wait.newest_start(USUAL_QUEUES)
     except RedisError:
         return True

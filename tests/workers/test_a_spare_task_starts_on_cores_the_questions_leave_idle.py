@@ -1,8 +1,9 @@
 """A spare-lane task starts once the work that is not niced (the questions' processes)
 leaves cores idle, and waits at most SPARE_YIELD_SECONDS: background work is delayed for
 the questions, never dropped. Read from /proc/stat's counters, built here. It waits only
-while the usual lane is at work (a task of io, cpu or gpu started in the last seconds):
-busy cores with no question behind them (anonymous askers' misses) are not yielded to."""
+while the usual lane is at work (a person's question holds an admission place, or a task
+of io, cpu or gpu started in the last seconds): busy cores with no question behind them
+(anonymous askers' misses) are not yielded to."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ import time
 import pytest
 
 from plumbing.redis_client import get_redis
+from predictions import admission, lanes
 from workers import lifecycle, queue_wait, yielding
 
 CORES = 2
@@ -22,9 +24,9 @@ def stat_line(user: int, nice: int, system: int, idle: int) -> str:
 
 
 class Host:
-    """/proc/stat's readings, 20 ms apart (4 ticks of 100 Hz on two cores): each step
-    adds `questions` ticks of work that is not niced, and the niced spare's and idle
-    ticks make up the rest."""
+    """/proc/stat's readings, one look apart (4 ticks on two cores, whatever its length):
+    each step adds `questions` ticks of work that is not niced, and the niced spare's and
+    idle ticks make up the rest."""
 
     def __init__(self, questions: list[int]) -> None:
         self.steps = iter(questions)
@@ -136,7 +138,7 @@ def started(queue: str, at: float) -> None:
     get_redis().lpush(f"stockserve:queue-waits:{queue}", json.dumps([at, 0.01]))
 
 
-def test_the_usual_lane_is_at_work_for_a_few_seconds_after_a_task_started(lane_queues):
+def test_the_usual_lane_is_at_work_for_a_few_seconds_after_a_task_started(lane_queues, places):
     io, cpu = lane_queues
     assert queue_wait.newest_start(lane_queues) is None
     assert not yielding.usual_lane_at_work(now=1_000.0)
@@ -146,3 +148,32 @@ def test_the_usual_lane_is_at_work_for_a_few_seconds_after_a_task_started(lane_q
     assert queue_wait.newest_start(lane_queues) == 999.0
     assert yielding.usual_lane_at_work(now=1_000.0)
     assert not yielding.usual_lane_at_work(now=999.0 + yielding.USUAL_LANE_RECENT_SECONDS + 1)
+
+
+@pytest.fixture
+def places(monkeypatch):
+    """Admission's table of places under a key of this test's own in the real Redis."""
+    key = f"stockserve:inflight-owners-{time.time_ns()}"
+    monkeypatch.setattr(admission, "OWNERS_KEY", key)
+    yield key
+    get_redis().delete(key)
+
+
+@pytest.mark.parametrize(
+    ("owner", "at_work"),
+    [
+        ("user:7", True),
+        ("stream:prices", True),
+        ("batch:host-1", True),
+        ("anon:203.0.113.9", False),
+        (lanes.WATCHLIST_CLIENT, False),
+    ],
+)
+def test_the_usual_lane_is_at_work_while_a_persons_question_holds_a_place(
+    lane_queues, places, owner, at_work
+):
+    """A cold question's models train for seconds without starting a task: its place in
+    admission, not its last start, says a person is waiting."""
+    get_redis().hset(places, "request-1", owner)
+
+    assert yielding.usual_lane_at_work(now=1_000.0) is at_work
