@@ -7,6 +7,7 @@ Knows nothing of Django, Celery or HTTP. Modules:
 - warmup: TensorFlow warmed up in a worker process before its first task
 - naive, ridge, arima: TensorFlow-free models; lstm, tcn (+ _deep, _windows): Keras models
 - batching: every deep forward pass, batched across requests (AIMD), its wait bounded
+- training_pause: where a training may stop between epochs (the spare lane's worker)
 - backtest: walk-forward scoring and evaluate_and_forecast() for workers
 - combine: inverse-error ensemble, the band, the sentiment tilt beside it, unsure flag
   (weighting: the weights; calibration: which band serves and its stretch,

@@ -26,7 +26,7 @@ keras_backend.require()  # a clear ForecastError, not Keras's, when KERAS_BACKEN
 import keras  # noqa: E402
 import numpy as np  # noqa: E402
 
-from . import batching  # noqa: E402
+from . import batching, training_pause  # noqa: E402
 from ._windows import (  # noqa: E402
     Scaling,
     fit_scaling,
@@ -110,6 +110,14 @@ def _digest(weights: list[np.ndarray]) -> str:
 _NETWORKS: dict[str, _SharedNetwork] = {}
 
 
+class _PauseBetweenEpochs(keras.callbacks.Callback):
+    """The process's pause point after each epoch (`training_pause`): the weights and the
+    shuffling order are the same whether it waits or not."""
+
+    def on_epoch_end(self, epoch: int, logs: dict[str, Any] | None = None) -> None:
+        training_pause.between_epochs()
+
+
 class DeepForecaster(Forecaster):
     """Keras model mapping a window of standardized returns to MAX_HORIZON cumulative returns."""
 
@@ -167,6 +175,7 @@ class DeepForecaster(Forecaster):
                 batch_size=int(self.params["batch_size"]),
                 shuffle=True,
                 verbose=0,
+                callbacks=[_PauseBetweenEpochs()] if training_pause.is_set() else None,
             )
             self._weights = network.model.get_weights()
             self._token = object()

@@ -33,6 +33,7 @@ from celery.worker import state as worker_state
 from django.conf import settings
 from django.db import close_old_connections
 
+from forecasting import training_pause
 from plumbing import db_health, event_metrics, log_context
 from workers import presence, process_warmup, queue_wait, yielding
 from workers.queue_routing import SPARE
@@ -181,21 +182,41 @@ def record_queue_wait(task: Any = None, **kwargs: Any) -> None:
     queue_wait.record_start(queue, sent_at)
 
 
+# Seconds the task running in this process may still yield between its training's epochs.
+_yield_left = 0.0
+
+
 @task_prerun.connect
 def yield_to_questions(task: Any = None, **kwargs: Any) -> None:
     """A spare-lane task starts on cores the questions leave idle (workers/yielding.py),
-    while the usual lane is at work; with it quiet, at once."""
+    while the usual lane is at work; with it quiet, at once. Its training may yield again
+    between epochs (`yield_between_epochs`), SPARE_YIELD_SECONDS in all."""
+    global _yield_left
+    _yield_left = 0.0
     if _eager(task) or settings.SPARE_YIELD_SECONDS <= 0:
         return
     if process_warmup.queues_served() != {SPARE} or not yielding.can_tell_its_own_work_apart():
         return
+    training_pause.set_hook(yield_between_epochs)
+    _yield_left = settings.SPARE_YIELD_SECONDS
     if not yielding.usual_lane_at_work():
         return
     waited = yielding.wait_for_idle_cores(
         settings.SPARE_YIELD_SECONDS, settings.SPARE_YIELD_FREE_CORES
     )
+    _yield_left -= waited
     if waited >= settings.SPARE_YIELD_SECONDS:
         log.info("%s starts after %.1f s: the cores stayed busy", task.name, waited)
+
+
+def yield_between_epochs() -> None:
+    """A spare-lane training that started with the usual lane quiet stops between epochs
+    while a person's question needs the cores, within what is left of the task's bound:
+    delayed, never dropped (its stage's time limit is far beyond the bound)."""
+    global _yield_left
+    if _yield_left <= 0 or not yielding.usual_lane_at_work():
+        return
+    _yield_left -= yielding.wait_for_idle_cores(_yield_left, settings.SPARE_YIELD_FREE_CORES)
 
 
 @task_prerun.connect

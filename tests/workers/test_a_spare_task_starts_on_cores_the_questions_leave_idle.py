@@ -12,11 +12,20 @@ import time
 
 import pytest
 
+from forecasting import training_pause
 from plumbing.redis_client import get_redis
 from predictions import admission, lanes
 from workers import lifecycle, queue_wait, yielding
 
 CORES = 2
+
+
+@pytest.fixture(autouse=True)
+def no_pause_left_behind(monkeypatch):
+    """A spare task's pause point and bound, as they were before the test (this process
+    trains models in other tests)."""
+    monkeypatch.setattr(training_pause, "_hook", None)
+    monkeypatch.setattr(lifecycle, "_yield_left", 0.0)
 
 
 def stat_line(user: int, nice: int, system: int, idle: int) -> str:
@@ -177,3 +186,46 @@ def test_the_usual_lane_is_at_work_while_a_persons_question_holds_a_place(
     get_redis().hset(places, "request-1", owner)
 
     assert yielding.usual_lane_at_work(now=1_000.0) is at_work
+
+
+@pytest.fixture
+def spare_process(monkeypatch, settings):
+    """A niced spare worker's process whose waits are recorded, not slept."""
+    settings.SPARE_YIELD_SECONDS, settings.SPARE_YIELD_FREE_CORES = 3.0, 1.5
+    monkeypatch.setenv("WORKER_QUEUES", "spare")
+    monkeypatch.setattr(yielding, "can_tell_its_own_work_apart", lambda: True)
+    waits: list[float] = []
+
+    def wait_for_idle_cores(most: float, free: float) -> float:
+        waits.append(most)
+        return min(most, 2.0)  # the cores stayed busy 2 s each time
+
+    monkeypatch.setattr(yielding, "wait_for_idle_cores", wait_for_idle_cores)
+    return waits
+
+
+def test_a_training_that_started_with_the_lane_quiet_yields_between_epochs(
+    monkeypatch, spare_process
+):
+    """A question that comes after a spare task started still gets the cores: the task's
+    training waits between epochs, SPARE_YIELD_SECONDS in all, then goes on."""
+    at_work = False
+    monkeypatch.setattr(yielding, "usual_lane_at_work", lambda: at_work)
+    lifecycle.yield_to_questions(task=None)
+    assert spare_process == []  # started at once
+
+    at_work = True  # a person asks
+    for _ in range(4):
+        training_pause.between_epochs()
+
+    assert spare_process == [3.0, 1.0]  # 2 s, then the 1 s left of the bound; then none
+
+
+def test_a_training_outside_the_spare_lane_never_yields(monkeypatch, spare_process):
+    monkeypatch.setenv("WORKER_QUEUES", "io,cpu")
+    monkeypatch.setattr(yielding, "usual_lane_at_work", lambda: True)
+    lifecycle.yield_to_questions(task=None)
+
+    training_pause.between_epochs()
+
+    assert spare_process == []
