@@ -110,7 +110,7 @@ def _digest(weights: list[np.ndarray]) -> str:
 _NETWORKS: dict[str, _SharedNetwork] = {}
 
 
-class _PauseBetweenEpochs(keras.callbacks.Callback):
+class _PauseBetweenEpochs(keras.callbacks.Callback):  # type: ignore[misc]
     """The process's pause point after each epoch (`training_pause`): the weights and the
     shuffling order are the same whether it waits or not."""
 
