@@ -31,8 +31,3 @@ def test_a_training_pauses_after_each_epoch_and_learns_the_same(name, series, fi
     np.testing.assert_allclose(
         model.predict(prices, 5), fitted(name, "AAPL").predict(prices, 5), rtol=1e-5
     )
-
-
-def test_with_no_pause_point_set_a_training_goes_on():
-    assert not training_pause.is_set()
-    training_pause.between_epochs()  # nothing to call, nothing raised
