@@ -409,8 +409,9 @@ WORKER_MAX_MEMORY_MB = env_int("WORKER_MAX_MEMORY_MB", 2048, minimum=0)
 # of a busy core, and all of an idle one.
 SPARE_WORKER_NICE = env_int("SPARE_WORKER_NICE", 10, minimum=0)
 # While the usual lane is at work, a spare-lane task starts once the work that is not niced
-# leaves SPARE_YIELD_FREE_CORES idle, waiting at most SPARE_YIELD_SECONDS (0: it starts at
-# once): a lower priority alone still delayed the questions' stages (workers/yielding.py).
+# leaves SPARE_YIELD_FREE_CORES idle, and its training waits again between epochs, at most
+# SPARE_YIELD_SECONDS in all (0: it never waits): a lower priority alone still delayed the
+# questions' stages (workers/yielding.py).
 SPARE_YIELD_SECONDS = env_float("SPARE_YIELD_SECONDS", 10.0, minimum=0.0)
 SPARE_YIELD_FREE_CORES = env_float("SPARE_YIELD_FREE_CORES", 1.5, minimum=0.0)
 # Pool autoscaling inside a machine (`--autoscale=max,min` on a worker): Celery's own
