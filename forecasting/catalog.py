@@ -25,6 +25,7 @@ class ModelSpec:
     dotted_path: str
     benefits_from_gpu: bool
     min_history: int
+    state_version: int = 1  # the registry's lookups read it where the model is not imported
 
 
 MODEL_SPECS: dict[str, ModelSpec] = {
@@ -94,9 +95,12 @@ def create_model(name: str, seed: int = 0, **params: Any) -> Forecaster:
     return get_model_class(name)(seed=seed, **params)
 
 
+INTERNAL = ("dotted_path", "state_version")  # the code's facts, not the model's
+
+
 def model_info() -> list[dict[str, Any]]:
     """name/label/benefits_from_gpu/min_history per model, without importing any model."""
     return [
-        {key: value for key, value in asdict(spec).items() if key != "dotted_path"}
+        {key: value for key, value in asdict(spec).items() if key not in INTERNAL}
         for spec in MODEL_SPECS.values()
     ]

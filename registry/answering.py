@@ -15,7 +15,7 @@ from django.conf import settings
 
 from forecasting import recipes
 from forecasting.backtest import evaluate_and_forecast
-from forecasting.catalog import get_model_class
+from forecasting.catalog import get_spec
 from marketdata.prices import PriceHistory
 from registry import generations, model_registry
 from registry.model_registry import STORED_RUN
@@ -174,7 +174,7 @@ def shadow_forecast(
         generations.started_shadow(fresh, served)
         payload = run.as_dict()
         model_registry.store_run(
-            fresh, horizon, history.content_key(), get_model_class(name).state_version, payload
+            fresh, horizon, history.content_key(), get_spec(name).state_version, payload
         )
         return fresh.generation, list(payload["forecast"])
     answered = _generation_run(name, pending, history, horizon, worker=worker, shadow=True)
@@ -196,7 +196,7 @@ def _generation_run(
     on data these prices do not contain) is retrained and the new generation serves, saying
     why; such a shadow is rejected (None). `only_stored`: None rather than run anything."""
     price_key = history.content_key()
-    state_version = get_model_class(name).state_version
+    state_version = get_spec(name).state_version
     stored = model_registry.stored_run(generation, horizon, price_key, state_version)
     if stored is not None:
         return _reused(stored, generation, (horizon, price_key, state_version))
@@ -277,7 +277,7 @@ def _newest_run(
     retrained). Every training produces a new generation.
     """
     price_key = history.content_key()
-    state_version = get_model_class(name).state_version
+    state_version = get_spec(name).state_version
     previous = (serving or _newest(history.symbol, name, newest)) if warm_start else None
     if previous is not None:
         stored = model_registry.stored_run(previous, horizon, price_key, state_version)

@@ -9,16 +9,20 @@ readiness check when it is paid, makes the first answer as fast as the next.
 from __future__ import annotations
 
 import gc
+import json
 import logging
 import os
+import subprocess
 import time
 
 from django.conf import settings
 
+from forecasting import recipes
 from predictions import deep_batching
 from workers.queue_routing import CPU, GPU, IO, SPARE
 
 log = logging.getLogger(__name__)
+RECIPES_ENV = "WORKER_MODEL_RECIPES"  # start_worker's hand-off to its pool processes
 
 
 def queues_served() -> set[str]:
@@ -30,6 +34,8 @@ def queues_served() -> set[str]:
 def warm_up(queues: set[str]) -> float:
     """Load what the tasks of these queues need; returns seconds taken."""
     start = time.perf_counter()
+    if raw := os.environ.get(RECIPES_ENV):
+        recipes.adopt(json.loads(raw), settings.MODEL_SEED)
     if queues & {IO, SPARE}:  # the spare lane's worker runs every stage of its pipelines
         _warm_data_sources()
     if queues & {CPU, GPU, SPARE}:
@@ -41,6 +47,30 @@ def warm_up(queues: set[str]) -> float:
     gc.collect()
     gc.freeze()
     return time.perf_counter() - start
+
+
+def recipes_worked_out_apart(queues: set[str]) -> dict[str, str]:
+    """The environment that hands a pool the configured models' recipes, worked out once
+    by a child process, for a worker whose pool runs no model (`io`).
+
+    Why: with shadow generations on, a warm request's coordinator compares each model's
+    recipe with its serving generation's, and working a recipe out imports the model's
+    code: a restarted `io` worker's first warm request took 2 s more (TensorFlow's import),
+    and each of its pool processes then held ~700 MB for it. Nothing where the pool imports
+    the models anyway, where nothing asks a recipe, or when the child fails (each process
+    then works them out on first use)."""
+    if queues & {CPU, GPU, SPARE} or not settings.REGISTRY_SHADOW:
+        return {}
+    start = time.perf_counter()
+    try:
+        found = recipes.computed_apart(list(settings.PREDICTION_MODELS), settings.MODEL_SEED)
+    except (subprocess.SubprocessError, OSError, ValueError) as exc:
+        log.warning("the models' recipes were not worked out apart (%s): each pool process "
+                    "works them out on first use", exc)  # fmt: skip
+        return {}
+    log.info("the recipes of %d models worked out apart in %.1f s", len(found),
+             time.perf_counter() - start)  # fmt: skip
+    return {RECIPES_ENV: json.dumps(found)}
 
 
 def _warm_data_sources() -> None:

@@ -21,10 +21,10 @@ def test_it_reads_the_models_own_module_not_the_shared_contract() -> None:
 
 def test_new_default_parameters_make_a_new_recipe(monkeypatch) -> None:
     before = recipes.recipe("ridge", 0)
-    recipes.recipe.cache_clear()
+    recipes._computed.cache_clear()
     changed = {**RidgeForecaster.default_params, "alpha": 12345.0}
     monkeypatch.setattr(RidgeForecaster, "default_params", changed)
     try:
         assert recipes.recipe("ridge", 0) != before
     finally:
-        recipes.recipe.cache_clear()
+        recipes._computed.cache_clear()

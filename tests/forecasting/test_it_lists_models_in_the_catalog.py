@@ -18,11 +18,12 @@ def test_it_keeps_the_table_in_sync_with_the_classes(name):
     spec = MODEL_SPECS[name]
 
     assert issubclass(cls, Forecaster)
-    assert (cls.name, cls.label, cls.benefits_from_gpu, cls.min_history) == (
+    assert (cls.name, cls.label, cls.benefits_from_gpu, cls.min_history, cls.state_version) == (
         spec.name,
         spec.label,
         spec.benefits_from_gpu,
         spec.min_history,
+        spec.state_version,
     )
 
 

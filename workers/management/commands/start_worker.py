@@ -29,6 +29,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from plumbing.redis_required import require_redis
 from workers.gpu import detect_gpu
+from workers.process_warmup import recipes_worked_out_apart
 from workers.queue_routing import GPU, QUEUES, SPARE
 
 
@@ -119,6 +120,7 @@ class Command(BaseCommand):
             "WORKER_HAS_GPU": "1" if has_gpu else "0",
             "WORKER_QUEUES": ",".join(queues),  # what each pool process warms up for
             "WORKER_POOL": "threads" if threads else "prefork",
+            **recipes_worked_out_apart(set(queues)),
         }
         env.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
         argv = [
