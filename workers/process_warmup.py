@@ -117,3 +117,40 @@ def _warm_models() -> None:
     )
     if seconds:
         log.info("TensorFlow ready in pid %s after %.1f s", os.getpid(), seconds)
+    _run_each_model_warm()
+
+
+def _run_each_model_warm() -> None:
+    """Each model once as a warm request runs it: its newest generation's state loaded,
+    backtested and a forecast made on the prices it was trained on; nothing is stored, and
+    nothing is trained (a state this code cannot read is left to the first request).
+
+    Why: a pool process's first warm run of a model took twice the next ones or more
+    (reading a state, setting a network's weights and the forward pass after it, the
+    statsmodels path, each for the first time); the new horizons a restarted stack answered
+    first paid it, a model and a process at a time (lab/records/benchmarks.md)."""
+    from forecasting.backtest import walk_forward
+    from forecasting.catalog import get_model_class
+    from marketdata import price_store
+    from registry import model_registry
+    from registry.models import ModelGeneration
+
+    ran = []
+    for name in settings.PREDICTION_MODELS:
+        newest = ModelGeneration.objects.filter(model=name).defer("state")
+        generation = newest.order_by("-created_at").first()
+        if generation is None:
+            continue  # a registry without this model: nothing to run warm yet
+        try:
+            cls = get_model_class(name)
+            model = cls(seed=settings.MODEL_SEED)
+            model.set_state(model_registry.state_of(generation))
+            prices = price_store.load(generation.price_key).adj_close
+            walk_forward(cls, prices, 1, model=model)
+            model.predict(prices, 1)
+        except Exception as exc:  # noqa: BLE001 - warming up never stops a worker
+            log.info("%s not run warm at start-up: %s", name, exc)
+        else:
+            ran.append(f"{name} ({generation.symbol} generation {generation.generation})")
+    if ran:
+        log.info("run warm at start-up: %s", ", ".join(ran))
