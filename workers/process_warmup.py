@@ -38,6 +38,7 @@ def warm_up(queues: set[str]) -> float:
         recipes.adopt(json.loads(raw), settings.MODEL_SEED)
     if queues & {IO, SPARE}:  # the spare lane's worker runs every stage of its pipelines
         _warm_data_sources()
+    _preload_recent_data()  # a coordinator (`io`) answers from stored runs as models do
     if queues & {CPU, GPU, SPARE}:
         _warm_models()
     _warm_messaging_and_database()
@@ -98,16 +99,20 @@ def _warm_messaging_and_database() -> None:
     connection.close()
 
 
+def _preload_recent_data() -> None:
+    """The stored runs and price snapshots the first warm prediction after a restart would
+    otherwise read from the database."""
+    from marketdata import price_store
+    from registry import model_registry
+
+    model_registry.preload_recent_runs()
+    price_store.preload_recent()
+
+
 def _warm_models() -> None:
     # Here, not at the top: only worker pool processes may import TensorFlow.
     from forecasting.catalog import get_model_class
     from forecasting.warmup import warm_up_models
-    from marketdata import price_store
-    from registry import model_registry
-
-    # The data the first warm prediction after a restart would otherwise read.
-    model_registry.preload_recent_runs()
-    price_store.preload_recent()
 
     deep_batching.install()  # the deep models' forward passes, batched, their wait bounded
     for name in settings.PREDICTION_MODELS:
