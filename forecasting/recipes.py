@@ -45,7 +45,10 @@ def computed_apart(names: list[str], seed: int, timeout_s: float = 120) -> dict[
     """The recipes of `names`, worked out by a child process that imports their code, so
     this one does not; raises CalledProcessError or TimeoutExpired if the child fails."""
     argv = [sys.executable, "-m", __name__, str(seed), *names]
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout_s, check=True)
+    root = Path(__file__).resolve().parent.parent  # where the package imports from
+    done = subprocess.run(
+        argv, cwd=root, capture_output=True, text=True, timeout=timeout_s, check=True
+    )
     return dict(json.loads(done.stdout.strip().splitlines()[-1]))
 
 

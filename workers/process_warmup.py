@@ -66,12 +66,20 @@ def recipes_worked_out_apart(queues: set[str]) -> dict[str, str]:
     try:
         found = recipes.computed_apart(list(settings.PREDICTION_MODELS), settings.MODEL_SEED)
     except (subprocess.SubprocessError, OSError, ValueError) as exc:
-        log.warning("the models' recipes were not worked out apart (%s): each pool process "
-                    "works them out on first use", exc)  # fmt: skip
+        log.warning("the models' recipes were not worked out apart (%s%s): each pool process "
+                    "works them out on first use", exc, _last_words(exc))  # fmt: skip
         return {}
     log.info("the recipes of %d models worked out apart in %.1f s", len(found),
              time.perf_counter() - start)  # fmt: skip
     return {RECIPES_ENV: json.dumps(found)}
+
+
+def _last_words(exc: BaseException) -> str:
+    """The last line the failed child wrote to stderr, for the log (`: <line>`), or ""."""
+    said = getattr(exc, "stderr", None) or ""
+    text = said.decode(errors="replace") if isinstance(said, bytes) else str(said)
+    lines = text.strip().splitlines()
+    return f": {lines[-1]}" if lines else ""
 
 
 def _warm_data_sources() -> None:
@@ -137,19 +145,17 @@ def _run_each_model_warm() -> None:
     from forecasting.backtest import walk_forward
     from forecasting.catalog import get_model_class
     from marketdata import price_store
-    from registry import model_registry
     from registry.models import ModelGeneration
 
     ran = []
     for name in settings.PREDICTION_MODELS:
-        newest = ModelGeneration.objects.filter(model=name).defer("state")
-        generation = newest.order_by("-created_at").first()
+        generation = ModelGeneration.objects.filter(model=name).order_by("-created_at").first()
         if generation is None:
             continue  # a registry without this model: nothing to run warm yet
         try:
             cls = get_model_class(name)
             model = cls(seed=settings.MODEL_SEED)
-            model.set_state(model_registry.state_of(generation))
+            model.set_state(bytes(generation.state))  # read with its row: one query
             prices = price_store.load(generation.price_key).adj_close
             walk_forward(cls, prices, 1, model=model)
             model.predict(prices, 1)

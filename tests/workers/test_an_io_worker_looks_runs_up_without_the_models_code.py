@@ -6,6 +6,7 @@ generations' without importing any model's code (TensorFlow's import took a rest
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -105,3 +106,16 @@ def test_a_pool_that_runs_the_models_works_them_out_itself(settings, queues) -> 
 def test_with_shadow_generations_off_nothing_asks_a_recipe(settings) -> None:
     settings.REGISTRY_SHADOW = False
     assert process_warmup.recipes_worked_out_apart({"io"}) == {}
+
+
+def test_a_child_that_fails_leaves_each_process_to_work_them_out_and_says_why(
+    settings, caplog
+) -> None:
+    settings.REGISTRY_SHADOW, settings.PREDICTION_MODELS = True, ["naive", "prophet"]
+
+    with caplog.at_level(logging.WARNING, logger="workers.process_warmup"):
+        handed = process_warmup.recipes_worked_out_apart({"io"})
+
+    assert handed == {}
+    assert "the models' recipes were not worked out apart" in caplog.text
+    assert "unknown model 'prophet'; choose one of naive" in caplog.text  # the child's words
